@@ -1,0 +1,116 @@
+package des
+
+// This file is the one place uplink reaches into the testing package's
+// internals: testing.MainStart is outside the Go 1 compatibility promise and
+// may change between Go releases (a compile error here, quick to fix; the
+// test beside it runs it). It also swaps os.Stdout while the testing
+// framework runs, the one piece of process-global state uplink touches.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"runtime/debug"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// RunInBubble runs fn inside a testing/synctest bubble from a plain binary
+// (it also works under go test, where it runs a nested test framework; use
+// synctest.Test there instead). fn runs in the bubble's first goroutine with
+// a *testing.T it may hand to testing helpers; every goroutine fn starts must
+// have ended when fn returns. An error or panic inside fn comes back as an
+// ordinary error. RunInBubble must not be called concurrently.
+//
+// os.Stdout is silenced while the framework runs (it would print "PASS"):
+// capture os.Stdout before the call and hand that writer to fn.
+func RunInBubble(fn func(t *testing.T) error) (err error) {
+	var fnErr error
+	ran := false
+	test := testing.InternalTest{
+		Name: "UplinkBubble",
+		F: func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ran = true
+				defer func() {
+					if r := recover(); r != nil {
+						fnErr = fmt.Errorf("panic inside the simulation: %v\n%s", r, debug.Stack())
+					}
+				}()
+				fnErr = fn(t)
+			})
+		},
+	}
+	// The testing framework parses the process-wide flag set on Run; hand it
+	// an empty command line so our own flags never reach it.
+	if !flag.Parsed() {
+		if perr := flag.CommandLine.Parse(nil); perr != nil {
+			return fmt.Errorf("bubble: preparing the testing framework: %w", perr)
+		}
+	}
+	m := testing.MainStart(bubbleDeps{}, []testing.InternalTest{test}, nil, nil, nil)
+	realStdout := os.Stdout
+	devnull, derr := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if derr == nil {
+		os.Stdout = devnull
+		defer func() {
+			os.Stdout = realStdout
+			devnull.Close()
+		}()
+	}
+	code := m.Run()
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case !ran:
+		return errors.New("bubble: the simulation never started (testing framework refused to run it)")
+	case code != 0:
+		return fmt.Errorf("bubble: the simulation failed (exit code %d); see the messages above", code)
+	}
+	return nil
+}
+
+// bubbleDeps implements the testing package's unexported testDeps interface
+// with no-op methods: no profiling, fuzzing or coverage.
+type bubbleDeps struct{}
+
+func (bubbleDeps) ImportPath() string { return "github.com/uplinksim/uplink" }
+func (bubbleDeps) ModulePath() string { return "github.com/uplinksim/uplink" }
+func (bubbleDeps) MatchString(pat, str string) (bool, error) {
+	return regexp.MatchString(pat, str)
+}
+func (bubbleDeps) SetPanicOnExit0(bool)                        {}
+func (bubbleDeps) StartCPUProfile(io.Writer) error             { return nil }
+func (bubbleDeps) StopCPUProfile()                             {}
+func (bubbleDeps) StartTestLog(io.Writer)                      {}
+func (bubbleDeps) StopTestLog() error                          { return nil }
+func (bubbleDeps) WriteProfileTo(string, io.Writer, int) error { return nil }
+func (bubbleDeps) CoordinateFuzzing(time.Duration, int64, time.Duration, int64, int, []corpusEntry, []reflect.Type, string, string) error {
+	return errors.New("bubble: fuzzing is not supported")
+}
+func (bubbleDeps) RunFuzzWorker(func(corpusEntry) error) error {
+	return errors.New("bubble: fuzzing is not supported")
+}
+func (bubbleDeps) ReadCorpus(string, []reflect.Type) ([]corpusEntry, error) { return nil, nil }
+func (bubbleDeps) CheckCorpus([]any, []reflect.Type) error                  { return nil }
+func (bubbleDeps) ResetCoverage()                                           {}
+func (bubbleDeps) SnapshotCoverage()                                        {}
+func (bubbleDeps) InitRuntimeCoverage() (string, func(string, string) (string, error), func() float64) {
+	return "", nil, nil
+}
+
+// corpusEntry mirrors the testing package's fuzz corpus entry, an alias of
+// an anonymous struct, so the interface can be implemented from outside.
+type corpusEntry = struct {
+	Parent     string
+	Path       string
+	Data       []byte
+	Values     []any
+	Generation int
+	IsSeed     bool
+}

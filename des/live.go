@@ -1,0 +1,118 @@
+package des
+
+import (
+	"sync"
+	"time"
+)
+
+// Live drives a Sim from inside a testing/synctest bubble, so model events
+// and real goroutine code share one virtual clock (see the package doc).
+// Create it inside the bubble; Start the core goroutine; wrap every call
+// from real code into the model in Lock / Unlock; Stop before the bubble
+// ends.
+type Live struct {
+	mu     sync.Mutex
+	sim    *Sim
+	epoch  time.Time
+	wake   chan struct{} // pokes the core when an earlier event appears
+	stop   chan struct{}
+	done   chan struct{}
+	target Time // the instant the core sleeps towards; Never when idle
+	wakes  uint64
+}
+
+// NewLive wraps sim. It must be called inside the bubble: model instant 0
+// is the bubble time of this call.
+func NewLive(sim *Sim) *Live {
+	return &Live{
+		sim:    sim,
+		epoch:  time.Now(),
+		wake:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+		target: Never,
+	}
+}
+
+// Sim returns the wrapped simulation. Use it only while holding the lock
+// (or from model events, which run with the lock held).
+func (l *Live) Sim() *Sim { return l.sim }
+
+// Now is the bubble's virtual time as a model instant. It may be later than
+// Sim().Now() until the next Lock catches the model up.
+func (l *Live) Now() Time { return Time(time.Since(l.epoch)) }
+
+// Lock takes the model for a call from real code: it acquires the mutex and
+// runs every model event due up to the caller's virtual now, so the call
+// takes effect at that instant. It returns the instant.
+func (l *Live) Lock() Time {
+	l.mu.Lock()
+	now := l.Now()
+	l.sim.RunUntil(now)
+	return now
+}
+
+// Unlock releases the model. If the call scheduled an event earlier than
+// the instant the core goroutine sleeps towards, the core is poked.
+func (l *Live) Unlock() {
+	if next := l.sim.NextAt(); next < l.target {
+		l.target = next
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	l.mu.Unlock()
+}
+
+// Wakes is how often the core goroutine woke (a timer or a poke): the
+// number of virtual-clock hand-offs the model cost.
+func (l *Live) Wakes() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wakes
+}
+
+// Start runs the core goroutine. It must be called inside the bubble.
+func (l *Live) Start() {
+	go l.loop()
+}
+
+// Stop ends the core goroutine and waits for it. Events still pending stay
+// in the Sim and do not run.
+func (l *Live) Stop() {
+	close(l.stop)
+	<-l.done
+}
+
+func (l *Live) loop() {
+	defer close(l.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		l.mu.Lock()
+		l.wakes++
+		now := l.Now()
+		l.sim.RunUntil(now)
+		next := l.sim.NextAt()
+		l.target = next
+		l.mu.Unlock()
+		if next == Never {
+			select {
+			case <-l.wake:
+			case <-l.stop:
+				return
+			}
+			continue
+		}
+		timer.Reset(time.Duration(next - now))
+		select {
+		case <-timer.C:
+		case <-l.wake:
+			timer.Stop()
+		case <-l.stop:
+			timer.Stop()
+			return
+		}
+	}
+}

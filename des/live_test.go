@@ -1,0 +1,73 @@
+package des
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestLiveInterleaves checks that model events and real goroutine timers
+// share one clock: each side observes the other's effects at the instants
+// they were due.
+func TestLiveInterleaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim := NewSim()
+		l := NewLive(sim)
+		l.Start()
+		defer l.Stop()
+
+		var seen []Time
+		done := make(chan Time, 4)
+		// A model event at 10 ms, scheduled before the core sleeps.
+		l.Lock()
+		sim.Schedule(sim.NewTimer(func(now Time) {
+			seen = append(seen, now)
+			done <- l.Now()
+		}), 10*Millisecond)
+		l.Unlock()
+
+		// Real code sleeps 3 ms, then schedules a model event 2 ms later,
+		// earlier than the one the core sleeps towards: the core must be
+		// poked and fire it at 5 ms.
+		time.Sleep(3 * time.Millisecond)
+		now := l.Lock()
+		if now != 3*Millisecond {
+			t.Errorf("Lock returned %v, want 3ms", now)
+		}
+		sim.Schedule(sim.NewTimer(func(now Time) {
+			seen = append(seen, now)
+			done <- l.Now()
+		}), now+2*Millisecond)
+		l.Unlock()
+
+		if got := <-done; got != 5*Millisecond {
+			t.Errorf("poked event ran at bubble time %v, want 5ms", got)
+		}
+		if got := <-done; got != 10*Millisecond {
+			t.Errorf("first event ran at bubble time %v, want 10ms", got)
+		}
+		if len(seen) != 2 || seen[0] != 5*Millisecond || seen[1] != 10*Millisecond {
+			t.Errorf("model instants %v, want [5ms 10ms]", seen)
+		}
+	})
+}
+
+// TestLiveCatchUp checks that a call from real code first runs the events
+// due at its instant, even if the core goroutine has not run yet.
+func TestLiveCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim := NewSim()
+		l := NewLive(sim)
+		// No core goroutine: only Lock's catch-up can run the event.
+		ran := Time(-1)
+		l.Lock()
+		sim.Schedule(sim.NewTimer(func(now Time) { ran = now }), 2*Millisecond)
+		l.Unlock()
+		time.Sleep(7 * time.Millisecond)
+		now := l.Lock()
+		defer l.Unlock()
+		if ran != 2*Millisecond || now != 7*Millisecond || sim.Now() != 7*Millisecond {
+			t.Fatalf("event ran at %v, lock at %v, model now %v; want 2ms, 7ms, 7ms", ran, now, sim.Now())
+		}
+	})
+}

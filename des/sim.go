@@ -1,0 +1,222 @@
+// Package des is uplink's event core: a virtual clock, an event queue with a
+// deterministic order, reusable timers, seeded random streams, and the
+// bridge that runs real goroutine code on the same virtual clock.
+//
+// # Model time
+//
+// A Sim holds the virtual clock (Time, int64 nanoseconds) and a binary heap
+// of pending timers ordered by (instant, insertion sequence), so two events at
+// the same instant fire in the order they were scheduled. A Timer is owned by
+// the model object that uses it (a link's next departure, a socket's wake-up)
+// and is rescheduled rather than reallocated, so the steady state allocates
+// nothing per event. Schedule, Cancel and the pop of the next event are
+// O(log n).
+//
+// # Real code on the same clock
+//
+// Real protocol code (quic-go, go-libp2p) runs in goroutines inside a
+// testing/synctest bubble, whose fake clock only moves when every goroutine
+// in the bubble is durably blocked, and then jumps to the next timer. Live
+// puts the event core inside that bubble: one core goroutine sleeps on a
+// bubble timer until the instant of the next model event, runs every event
+// due, and sleeps again. Model time is the bubble's time since the core
+// started, so model events and real timers interleave at the same virtual
+// instants.
+//
+// Real code calls into the model (a socket write) directly, under the core's
+// mutex, at the caller's virtual now: the call first runs every model event
+// due up to now (Live.Lock), then changes the model. No goroutine hand-off
+// happens on that path; the core goroutine is only poked when the call made
+// an event due earlier than the instant it sleeps towards. In the other
+// direction, a model event that delivers a packet wakes at most the one
+// goroutine waiting on that socket, through a one-slot channel.
+//
+// Enter a bubble from a plain binary with RunInBubble; from a test, use
+// synctest.Test and NewLive inside it.
+package des
+
+import "fmt"
+
+// Timer is a reusable event: a callback and, while pending, the instant it
+// fires. Create timers with Sim.NewTimer and keep them for the life of the
+// object that owns them.
+type Timer struct {
+	at  Time
+	idx int // position in the heap; -1 when not pending
+	fn  func(now Time)
+}
+
+// Pending reports whether t is scheduled.
+func (t *Timer) Pending() bool { return t.idx >= 0 }
+
+// At is the instant t fires; meaningful only while Pending.
+func (t *Timer) At() Time { return t.at }
+
+type entry struct {
+	at  Time
+	seq uint64
+	t   *Timer
+}
+
+func (a *entry) before(b *entry) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}
+
+// Sim is a discrete-event simulation: a clock and a queue of timers. It is
+// not safe for concurrent use; Live serialises access from real code.
+type Sim struct {
+	now   Time
+	seq   uint64
+	heap  []entry
+	fired uint64
+}
+
+// NewSim returns a simulation at instant 0 with no pending events.
+func NewSim() *Sim { return &Sim{} }
+
+// Now is the current virtual instant.
+func (s *Sim) Now() Time { return s.now }
+
+// Fired is the number of events run so far.
+func (s *Sim) Fired() uint64 { return s.fired }
+
+// Pending is the number of scheduled events.
+func (s *Sim) Pending() int { return len(s.heap) }
+
+// NewTimer returns an unscheduled timer that calls fn when it fires.
+func (s *Sim) NewTimer(fn func(now Time)) *Timer {
+	return &Timer{idx: -1, fn: fn}
+}
+
+// Schedule makes t fire at instant at, replacing any earlier schedule of t.
+// An instant in the past is a programming error and panics.
+func (s *Sim) Schedule(t *Timer, at Time) {
+	if at < s.now {
+		panic(fmt.Sprintf("des: schedule at %v, before now %v", at, s.now))
+	}
+	s.seq++
+	if t.idx >= 0 {
+		e := &s.heap[t.idx]
+		old := e.at
+		e.at, e.seq = at, s.seq
+		t.at = at
+		if at < old {
+			s.up(t.idx)
+		} else {
+			s.down(t.idx)
+		}
+		return
+	}
+	t.at = at
+	t.idx = len(s.heap)
+	s.heap = append(s.heap, entry{at: at, seq: s.seq, t: t})
+	s.up(t.idx)
+}
+
+// After makes t fire d after now.
+func (s *Sim) After(t *Timer, d Time) { s.Schedule(t, s.now+d) }
+
+// Cancel unschedules t and reports whether it was pending.
+func (s *Sim) Cancel(t *Timer) bool {
+	i := t.idx
+	if i < 0 {
+		return false
+	}
+	s.removeAt(i)
+	return true
+}
+
+// NextAt is the instant of the earliest pending event, or Never.
+func (s *Sim) NextAt() Time {
+	if len(s.heap) == 0 {
+		return Never
+	}
+	return s.heap[0].at
+}
+
+// Step runs the earliest pending event, advancing the clock to its instant,
+// and reports whether there was one.
+func (s *Sim) Step() bool {
+	if len(s.heap) == 0 {
+		return false
+	}
+	t := s.heap[0].t
+	s.now = s.heap[0].at
+	s.removeAt(0)
+	s.fired++
+	t.fn(s.now)
+	return true
+}
+
+// RunUntil runs every event due at or before end, in order, then sets the
+// clock to end (if end is later than now).
+func (s *Sim) RunUntil(end Time) {
+	for len(s.heap) > 0 && s.heap[0].at <= end {
+		s.Step()
+	}
+	if end > s.now {
+		s.now = end
+	}
+}
+
+// Run runs events until none is pending.
+func (s *Sim) Run() {
+	for s.Step() {
+	}
+}
+
+func (s *Sim) removeAt(i int) {
+	h := s.heap
+	t := h[i].t
+	t.idx = -1
+	last := len(h) - 1
+	if i != last {
+		h[i] = h[last]
+		h[i].t.idx = i
+	}
+	h[last] = entry{}
+	s.heap = h[:last]
+	if i != last {
+		s.down(i)
+		s.up(i)
+	}
+}
+
+func (s *Sim) up(i int) {
+	h := s.heap
+	e := h[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !e.before(&h[p]) {
+			break
+		}
+		h[i] = h[p]
+		h[i].t.idx = i
+		i = p
+	}
+	h[i] = e
+	e.t.idx = i
+}
+
+func (s *Sim) down(i int) {
+	h := s.heap
+	n := len(h)
+	e := h[i]
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h[r].before(&h[c]) {
+			c = r
+		}
+		if !h[c].before(&e) {
+			break
+		}
+		h[i] = h[c]
+		h[i].t.idx = i
+		i = c
+	}
+	h[i] = e
+	e.t.idx = i
+}
