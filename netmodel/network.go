@@ -1,0 +1,256 @@
+// Package netmodel is uplink's network: nodes, their egress and ingress
+// paths, per-pair latency and loss, and counters.
+//
+// A packet's way, each step one function in this package:
+//
+//	Socket.Send             socket send buffer (blocking mode: accounted)
+//	  -> Path.enqueue       the node's uplink queue discipline
+//	  -> Path.depart        the uplink shaper (rate, burst) lets it go
+//	  -> pipe.push          loss draw, one-way latency to the receiver
+//	  -> Path.enqueue       the receiver's downlink queue discipline
+//	  -> Path.depart        the downlink shaper
+//	  -> Socket.deliver     socket receive buffer, then the reader is woken
+//
+// Everything runs on a des.Sim: the network never starts goroutines. Real
+// code reaches it through transports, which hold the des.Live lock.
+package netmodel
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/queues"
+)
+
+// Packet is the unit the network moves; see queues.Packet.
+type Packet = queues.Packet
+
+// Header sizes added to a UDP payload on the wire.
+const (
+	IPv4Header = 20
+	UDPHeader  = 8
+	ProtoUDP   = 17
+	ProtoTCP   = 6
+)
+
+// DefaultMTU is the Ethernet MTU every backend of the study uses.
+const DefaultMTU = 1500
+
+// DropReason says why the network dropped a packet.
+type DropReason uint8
+
+const (
+	DropQueue   DropReason = iota // a queue discipline dropped it
+	DropLoss                      // random loss on the way
+	DropSockBuf                   // the receiving socket's buffer was full
+	DropMTU                       // larger than the MTU
+	DropNoPort                    // no socket bound at the destination
+	NumDropReasons
+)
+
+var dropNames = [NumDropReasons]string{"queue", "loss", "sockbuf", "mtu", "noport"}
+
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return fmt.Sprintf("drop(%d)", uint8(r))
+}
+
+// Counters are a node's traffic counters. Sent counts packets that left the
+// node's uplink shaper; Recv counts packets put in a socket's receive
+// buffer. Loss is counted at the sender, every other drop where it happens.
+type Counters struct {
+	SentPackets, SentBytes uint64
+	RecvPackets, RecvBytes uint64
+	Drops                  [NumDropReasons]uint64
+}
+
+// Config is the network-wide configuration.
+type Config struct {
+	MTU     int          // bytes; 0: DefaultMTU
+	Latency LatencyModel // one-way latency per ordered pair; required
+	// Loss is the probability that a packet is lost on its way, drawn
+	// independently per packet and per direction; LossFunc, when set,
+	// overrides it per ordered pair.
+	Loss     float64
+	LossFunc func(from, to int) float64
+	Seed     uint64 // derives the loss stream
+}
+
+// LinkConfig is one direction of a node's access link: a queue discipline
+// and a shaper.
+type LinkConfig struct {
+	Qdisc  queues.Qdisc // nil: an unlimited FIFO
+	Shaper ShaperConfig
+}
+
+// NodeConfig configures a node's uplink (egress) and downlink (ingress).
+type NodeConfig struct {
+	Up, Down LinkConfig
+}
+
+// Network is a set of nodes on one simulation.
+type Network struct {
+	sim     *des.Sim
+	cfg     Config
+	mtu     int
+	nodes   []*Node
+	socks   []*Socket
+	pipes   map[uint64]*pipe
+	lossRng *rand.Rand
+	free    []*Packet
+}
+
+// New returns an empty network on sim.
+func New(sim *des.Sim, cfg Config) (*Network, error) {
+	if cfg.Latency == nil {
+		return nil, errors.New("netmodel: no latency model; set Config.Latency (e.g. a fixed latency)")
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = DefaultMTU
+	}
+	if cfg.MTU < 576 || cfg.MTU > 65535 {
+		return nil, fmt.Errorf("netmodel: MTU %d out of range [576, 65535]", cfg.MTU)
+	}
+	if cfg.Loss < 0 || cfg.Loss >= 1 {
+		return nil, fmt.Errorf("netmodel: loss %g out of range [0, 1)", cfg.Loss)
+	}
+	return &Network{
+		sim:     sim,
+		cfg:     cfg,
+		mtu:     cfg.MTU,
+		pipes:   make(map[uint64]*pipe),
+		lossRng: des.NewStreams(cfg.Seed).Stream("netmodel/loss"),
+	}, nil
+}
+
+// Sim is the simulation the network runs on.
+func (n *Network) Sim() *des.Sim { return n.sim }
+
+// MTU is the network's MTU in bytes.
+func (n *Network) MTU() int { return n.mtu }
+
+// Nodes are the network's nodes, by index.
+func (n *Network) Nodes() []*Node { return n.nodes }
+
+// Node returns node i.
+func (n *Network) Node(i int) *Node { return n.nodes[i] }
+
+// AddNode adds a node with the next index and returns it.
+func (n *Network) AddNode(c NodeConfig) (*Node, error) {
+	nd := &Node{net: n, id: len(n.nodes), socks: make(map[uint16]*Socket), nextPort: 49152}
+	var err error
+	if nd.up, err = n.newPath(nd, c.Up, nd.departUp); err != nil {
+		return nil, fmt.Errorf("node %d uplink: %w", nd.id, err)
+	}
+	if nd.down, err = n.newPath(nd, c.Down, nd.deliver); err != nil {
+		return nil, fmt.Errorf("node %d downlink: %w", nd.id, err)
+	}
+	n.nodes = append(n.nodes, nd)
+	return nd, nil
+}
+
+// NodeAddr is node i's IPv4 address: 10.0.0.0 plus i+1.
+func NodeAddr(i int) netip.Addr {
+	v := uint32(10<<24) + uint32(i) + 1
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// NodeOf is the index of the node with address a, or -1.
+func (n *Network) NodeOf(a netip.Addr) int {
+	a = a.Unmap()
+	if !a.Is4() {
+		return -1
+	}
+	b := a.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	i := int(v) - (10 << 24) - 1
+	if i < 0 || i >= len(n.nodes) {
+		return -1
+	}
+	return i
+}
+
+// getPacket takes a packet from the pool with a payload of size bytes.
+func (n *Network) getPacket(size int) *Packet {
+	var p *Packet
+	if k := len(n.free); k > 0 {
+		p = n.free[k-1]
+		n.free = n.free[:k-1]
+	} else {
+		p = &Packet{}
+	}
+	if cap(p.Payload) < size {
+		p.Payload = make([]byte, size, max(size, n.mtu))
+	}
+	p.Payload = p.Payload[:size]
+	return p
+}
+
+// putPacket returns p to the pool.
+func (n *Network) putPacket(p *Packet) {
+	payload := p.Payload[:0]
+	*p = Packet{Payload: payload}
+	n.free = append(n.free, p)
+}
+
+// Node is a host with an uplink, a downlink and sockets.
+type Node struct {
+	net      *Network
+	id       int
+	up, down *Path
+	socks    map[uint16]*Socket
+	nextPort uint16
+	Counters Counters
+}
+
+// ID is the node's index.
+func (nd *Node) ID() int { return nd.id }
+
+// Addr is the node's IPv4 address.
+func (nd *Node) Addr() netip.Addr { return NodeAddr(nd.id) }
+
+// Up and Down are the node's egress and ingress paths.
+func (nd *Node) Up() *Path   { return nd.up }
+func (nd *Node) Down() *Path { return nd.down }
+
+func (nd *Node) drop(p *Packet, r DropReason) {
+	nd.Counters.Drops[r]++
+	nd.net.putPacket(p)
+}
+
+// departUp runs when a packet has left the node's uplink shaper: the socket
+// gets its send-buffer space back, loss is drawn, and the packet starts its
+// one-way trip.
+func (nd *Node) departUp(p *Packet, now des.Time) {
+	n := nd.net
+	if int(p.Flow.Sock) < len(n.socks) {
+		n.socks[p.Flow.Sock].sent(p.Len)
+	}
+	nd.Counters.SentPackets++
+	nd.Counters.SentBytes += uint64(p.Len)
+	from, to := nd.id, int(p.Flow.DstNode)
+	loss := n.cfg.Loss
+	if n.cfg.LossFunc != nil {
+		loss = n.cfg.LossFunc(from, to)
+	}
+	if loss > 0 && n.lossRng.Float64() < loss {
+		nd.drop(p, DropLoss)
+		return
+	}
+	n.pipe(from, to).push(p, now+n.cfg.Latency.Latency(from, to))
+}
+
+// deliver runs when a packet has left the node's downlink shaper.
+func (nd *Node) deliver(p *Packet, now des.Time) {
+	s := nd.socks[p.Flow.DstPort]
+	if s == nil || s.closed || s.proto != p.Flow.Proto {
+		nd.drop(p, DropNoPort)
+		return
+	}
+	s.deliver(p)
+}

@@ -1,0 +1,150 @@
+package netmodel
+
+import (
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/queues"
+)
+
+// Path is one direction of a node's access link: a queue discipline whose
+// head is handed to a shaper, one packet at a time. The packet in the
+// shaper has been dequeued; it leaves at the instant the shaper computes,
+// and then the next one is dequeued. Dequeuing when the line becomes free
+// is how a NIC pulls from a Linux qdisc, so sojourn times and dequeue-time
+// AQM decisions happen at the right instants.
+type Path struct {
+	net    *Network
+	node   *Node
+	q      queues.Qdisc
+	shaper *Shaper
+	inTx   *Packet
+	timer  *des.Timer
+	out    func(p *Packet, now des.Time)
+}
+
+func (n *Network) newPath(nd *Node, c LinkConfig, out func(*Packet, des.Time)) (*Path, error) {
+	q := c.Qdisc
+	if q == nil {
+		var err error
+		if q, err = queues.NewFIFO(0, 0); err != nil {
+			return nil, err
+		}
+	}
+	sh, err := newShaper(c.Shaper, n.mtu)
+	if err != nil {
+		return nil, err
+	}
+	p := &Path{net: n, node: nd, q: q, shaper: sh, out: out}
+	p.timer = n.sim.NewTimer(p.depart)
+	q.SetDropHook(func(pk *Packet, _ queues.DropReason, _ des.Time) {
+		p.dropped(pk)
+	})
+	return p, nil
+}
+
+// Qdisc is the path's queue discipline.
+func (p *Path) Qdisc() queues.Qdisc { return p.q }
+
+// Shaper is the path's shaper.
+func (p *Path) Shaper() *Shaper { return p.shaper }
+
+// Busy reports whether a packet is in the shaper.
+func (p *Path) Busy() bool { return p.inTx != nil }
+
+// enqueue offers pk to the queue discipline and starts the line if idle.
+func (p *Path) enqueue(pk *Packet, now des.Time) {
+	if !p.q.Enqueue(pk, now) {
+		return // the drop hook has counted it
+	}
+	if p.inTx == nil {
+		p.next(now)
+	}
+}
+
+// next dequeues the head packet and schedules its departure.
+func (p *Path) next(now des.Time) {
+	pk := p.q.Dequeue(now)
+	if pk == nil {
+		return
+	}
+	p.inTx = pk
+	p.net.sim.Schedule(p.timer, p.shaper.Departure(pk.Len, now, p.net.mtu))
+}
+
+func (p *Path) depart(now des.Time) {
+	pk := p.inTx
+	p.inTx = nil
+	p.out(pk, now)
+	p.next(now)
+}
+
+// dropped handles a packet the queue discipline dropped: an egress drop
+// returns the socket's send-buffer space.
+func (p *Path) dropped(pk *Packet) {
+	n := p.net
+	if p == p.node.up && int(pk.Flow.Sock) < len(n.socks) {
+		n.socks[pk.Flow.Sock].sent(pk.Len)
+	}
+	p.node.drop(pk, DropQueue)
+}
+
+// pipe carries packets from one node to another across the one-way
+// latency, in arrival order, with one pending event for its head. With a
+// fixed latency per pair, arrivals come in departure order and the pipe is
+// a FIFO; a later packet that would arrive earlier (a latency model that
+// varies per packet) is inserted in order.
+type pipe struct {
+	net   *Network
+	to    *Node
+	buf   []pipeSlot
+	head  int
+	timer *des.Timer
+}
+
+type pipeSlot struct {
+	at des.Time
+	p  *Packet
+}
+
+func (n *Network) pipe(from, to int) *pipe {
+	k := uint64(from)<<32 | uint64(to)
+	pp := n.pipes[k]
+	if pp == nil {
+		pp = &pipe{net: n, to: n.nodes[to]}
+		pp.timer = n.sim.NewTimer(pp.arrive)
+		n.pipes[k] = pp
+	}
+	return pp
+}
+
+func (pp *pipe) push(p *Packet, at des.Time) {
+	if pp.head > 0 && pp.head == len(pp.buf) {
+		pp.buf, pp.head = pp.buf[:0], 0
+	}
+	i := len(pp.buf)
+	pp.buf = append(pp.buf, pipeSlot{at, p})
+	for i > pp.head && pp.buf[i-1].at > at { // out of order: insert
+		pp.buf[i], pp.buf[i-1] = pp.buf[i-1], pp.buf[i]
+		i--
+	}
+	if i == pp.head {
+		pp.net.sim.Schedule(pp.timer, at)
+	}
+}
+
+func (pp *pipe) arrive(now des.Time) {
+	s := pp.buf[pp.head]
+	pp.buf[pp.head] = pipeSlot{}
+	pp.head++
+	switch {
+	case pp.head == len(pp.buf):
+		pp.buf, pp.head = pp.buf[:0], 0
+	case pp.head >= 1024 && 2*pp.head >= len(pp.buf):
+		n := copy(pp.buf, pp.buf[pp.head:])
+		clear(pp.buf[n:])
+		pp.buf, pp.head = pp.buf[:n], 0
+	}
+	if pp.head < len(pp.buf) {
+		pp.net.sim.Schedule(pp.timer, pp.buf[pp.head].at)
+	}
+	pp.to.down.enqueue(s.p, now)
+}

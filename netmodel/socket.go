@@ -1,0 +1,239 @@
+package netmodel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/uplinksim/uplink/des"
+)
+
+// Socket buffer limits, as Linux and Shadow apply them (backends.md): a
+// requested size is stored doubled, with a floor and a ceiling.
+const (
+	DefaultSendBuffer = 131072
+	DefaultRecvBuffer = 174760
+	minSendBuffer     = 4096
+	minRecvBuffer     = 2048
+	maxSocketBuffer   = 256 << 20
+)
+
+// SendMode says what a send does when the socket's send buffer is full.
+type SendMode uint8
+
+const (
+	// NeverBlock: sends are never held back (simnet); no send-buffer
+	// accounting, the queue discipline takes everything.
+	NeverBlock SendMode = iota
+	// BlockWhenFull: a send waits while the bytes the socket has queued but
+	// not yet transmitted reach the send buffer (Shadow, Linux). The space
+	// comes back as the uplink's shaper takes the packets.
+	BlockWhenFull
+)
+
+// ErrWouldBlock is returned by Send when the send buffer is full in
+// BlockWhenFull mode; the caller waits for OnWritable and retries.
+var ErrWouldBlock = errors.New("netmodel: send buffer full")
+
+// ErrClosed is returned by operations on a closed socket.
+var ErrClosed = errors.New("netmodel: socket closed")
+
+// Socket is a bound endpoint on a node: its send-buffer accounting and its
+// receive buffer. Transports wrap it; they install OnReadable and
+// OnWritable, which the network calls (from model events, with the model
+// locked) when a packet arrives and when send-buffer space comes back.
+type Socket struct {
+	net    *Network
+	node   *Node
+	id     uint32
+	port   uint16
+	proto  uint8
+	mode   SendMode
+	closed bool
+
+	sndbuf, rcvbuf int // bytes, as stored (doubled)
+	sndQueued      int // bytes handed to the uplink, not yet transmitted
+	blocked        bool
+
+	rq      []*Packet // receive buffer, oldest first
+	rqHead  int
+	rqBytes int
+
+	OnReadable func()
+	OnWritable func()
+}
+
+// Bind opens a socket of protocol proto (ProtoUDP, ProtoTCP) on port
+// (0: the next free ephemeral port).
+func (nd *Node) Bind(proto uint8, port uint16, mode SendMode) (*Socket, error) {
+	if port == 0 {
+		for i := 0; i < 16384; i++ {
+			p := nd.nextPort
+			nd.nextPort++
+			if nd.nextPort == 0 {
+				nd.nextPort = 49152
+			}
+			if nd.socks[p] == nil {
+				port = p
+				break
+			}
+		}
+		if port == 0 {
+			return nil, fmt.Errorf("node %d: no free ephemeral port", nd.id)
+		}
+	} else if s := nd.socks[port]; s != nil {
+		return nil, fmt.Errorf("node %d: port %d already bound", nd.id, port)
+	}
+	n := nd.net
+	s := &Socket{
+		net: n, node: nd, id: uint32(len(n.socks)), port: port, proto: proto, mode: mode,
+		sndbuf: DefaultSendBuffer, rcvbuf: DefaultRecvBuffer,
+	}
+	n.socks = append(n.socks, s)
+	nd.socks[port] = s
+	return s, nil
+}
+
+// Node is the socket's node.
+func (s *Socket) Node() *Node { return s.node }
+
+// Port is the bound port.
+func (s *Socket) Port() uint16 { return s.port }
+
+// SetSendBuffer stores twice the requested size, clamped like Linux and
+// Shadow ([4 096, 256 MiB]).
+func (s *Socket) SetSendBuffer(n int) {
+	s.sndbuf = min(max(2*n, minSendBuffer), maxSocketBuffer)
+}
+
+// SetRecvBuffer stores twice the requested size, clamped to [2 048, 256 MiB].
+func (s *Socket) SetRecvBuffer(n int) {
+	s.rcvbuf = min(max(2*n, minRecvBuffer), maxSocketBuffer)
+}
+
+// SendBuffer and RecvBuffer are the stored sizes.
+func (s *Socket) SendBuffer() int { return s.sndbuf }
+func (s *Socket) RecvBuffer() int { return s.rcvbuf }
+
+// SendQueued is the bytes sent but not yet transmitted by the uplink.
+func (s *Socket) SendQueued() int { return s.sndQueued }
+
+// Send hands a datagram to the node's uplink at now. Wire size is the
+// payload plus IPv4 and UDP headers; a datagram over the MTU is dropped and
+// counted (DropMTU), as a router would, and Send returns nil. In
+// BlockWhenFull mode Send returns ErrWouldBlock while the bytes already
+// queued reach the send buffer (Linux's rule: a send proceeds while the
+// queued bytes are below the buffer, so one packet may overshoot).
+func (s *Socket) Send(dst int, dstPort uint16, payload []byte, now des.Time) error {
+	if s.closed {
+		return ErrClosed
+	}
+	n := s.net
+	if dst < 0 || dst >= len(n.nodes) {
+		return fmt.Errorf("netmodel: send to node %d: no such node", dst)
+	}
+	wire := len(payload) + IPv4Header + UDPHeader
+	if wire > n.mtu {
+		s.node.Counters.Drops[DropMTU]++
+		return nil
+	}
+	if s.mode == BlockWhenFull {
+		if s.sndQueued >= s.sndbuf {
+			s.blocked = true
+			return ErrWouldBlock
+		}
+		s.sndQueued += wire
+	}
+	p := n.getPacket(len(payload))
+	copy(p.Payload, payload)
+	p.Len = wire
+	p.Flow.SrcNode, p.Flow.DstNode = uint32(s.node.id), uint32(dst)
+	p.Flow.SrcPort, p.Flow.DstPort = s.port, dstPort
+	p.Flow.Proto = s.proto
+	p.Flow.Sock = s.id
+	s.node.up.enqueue(p, now)
+	return nil
+}
+
+// sent returns send-buffer space for a packet the uplink has transmitted
+// or dropped.
+func (s *Socket) sent(wire int) {
+	if s.mode != BlockWhenFull {
+		return
+	}
+	s.sndQueued -= wire
+	if s.blocked && s.sndQueued < s.sndbuf {
+		s.blocked = false
+		if s.OnWritable != nil {
+			s.OnWritable()
+		}
+	}
+}
+
+// deliver puts p in the receive buffer, or drops it if the buffer is full.
+// The buffer counts payload bytes.
+func (s *Socket) deliver(p *Packet) {
+	if s.rqBytes+len(p.Payload) > s.rcvbuf {
+		s.node.drop(p, DropSockBuf)
+		return
+	}
+	nd := s.node
+	nd.Counters.RecvPackets++
+	nd.Counters.RecvBytes += uint64(p.Len)
+	wasEmpty := s.rqHead == len(s.rq)
+	s.rq = append(s.rq, p)
+	s.rqBytes += len(p.Payload)
+	if wasEmpty && s.OnReadable != nil {
+		s.OnReadable()
+	}
+}
+
+// Recv copies the oldest datagram into buf and reports its length and
+// source; ok is false when the receive buffer is empty. A datagram longer
+// than buf is truncated, as with a real UDP socket.
+func (s *Socket) Recv(buf []byte) (n int, src int, srcPort uint16, ok bool) {
+	if s.rqHead == len(s.rq) {
+		return 0, 0, 0, false
+	}
+	p := s.rq[s.rqHead]
+	s.rq[s.rqHead] = nil
+	s.rqHead++
+	if s.rqHead == len(s.rq) {
+		s.rq, s.rqHead = s.rq[:0], 0
+	} else if s.rqHead >= 256 && 2*s.rqHead >= len(s.rq) {
+		k := copy(s.rq, s.rq[s.rqHead:])
+		clear(s.rq[k:])
+		s.rq, s.rqHead = s.rq[:k], 0
+	}
+	s.rqBytes -= len(p.Payload)
+	n = copy(buf, p.Payload)
+	src, srcPort = int(p.Flow.SrcNode), p.Flow.SrcPort
+	s.net.putPacket(p)
+	return n, src, srcPort, true
+}
+
+// Readable reports whether a datagram is waiting.
+func (s *Socket) Readable() bool { return s.rqHead < len(s.rq) }
+
+// Writable reports whether a send would proceed now.
+func (s *Socket) Writable() bool {
+	return s.mode != BlockWhenFull || s.sndQueued < s.sndbuf
+}
+
+// Closed reports whether Close was called.
+func (s *Socket) Closed() bool { return s.closed }
+
+// Close unbinds the socket and drops its receive buffer. Packets it already
+// handed to the uplink still go out.
+func (s *Socket) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	delete(s.node.socks, s.port)
+	for s.rqHead < len(s.rq) {
+		s.net.putPacket(s.rq[s.rqHead])
+		s.rq[s.rqHead] = nil
+		s.rqHead++
+	}
+	s.rq, s.rqHead, s.rqBytes = nil, 0, 0
+}
