@@ -1,0 +1,88 @@
+package bulk
+
+import (
+	"context"
+	"crypto/sha256"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+
+	"github.com/uplinksim/uplink/des"
+)
+
+// expectedSum is the SHA-256 of the bytes Run writes for seed and n.
+func expectedSum(seed uint64, n int64) [32]byte {
+	rng := rand.New(rand.NewPCG(seed, 0x6b756c62))
+	h := sha256.New()
+	chunk := make([]byte, 64<<10)
+	for sent := int64(0); sent < n; {
+		k := min(int64(len(chunk)), n-sent)
+		for i := 0; i < int(k); i += 8 {
+			v := rng.Uint64()
+			for j := 0; j < 8 && i+j < int(k); j++ {
+				chunk[i+j] = byte(v >> (8 * j))
+			}
+		}
+		h.Write(chunk[:k])
+		sent += k
+	}
+	var s [32]byte
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+// TestQUICIntactOverLoss: 16 MiB over real quic-go, 100 Mbit/s, 40 ms RTT,
+// 1 % loss each way, arrives intact; the sender lost and retransmitted
+// packets; goodput is near the Mathis et al. rate for loss-limited Reno
+// (MSS / RTT × sqrt(3 / (2p)), 3.4 Mbit/s here): quic-go's controller is
+// NewReno-like, so within a factor of two either way.
+func TestQUICIntactOverLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("16 MiB transfer")
+	}
+	const size = 16 << 20
+	synctest.Test(t, func(t *testing.T) {
+		res, err := Run(context.Background(), Config{
+			Transport: "quic", Rate: 100e6, RTT: 40 * des.Millisecond, Loss: 0.01,
+			Bytes: size, Seed: 3,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.BytesReceived != size || res.SHA256 != expectedSum(3, size) {
+			t.Fatalf("received %d bytes, hash match %v", res.BytesReceived, res.SHA256 == expectedSum(3, size))
+		}
+		if res.LossDrops == 0 || res.PacketsLost == 0 {
+			t.Fatalf("no loss happened: network drops %d, quic lost %d", res.LossDrops, res.PacketsLost)
+		}
+		mathis := 1400 * 8 / 0.040 * math.Sqrt(3/(2*0.01))
+		if res.GoodputBps > 2*mathis || res.GoodputBps < mathis/2 {
+			t.Fatalf("goodput %.2f Mbit/s, Mathis %.2f Mbit/s: not within a factor of two", res.GoodputBps/1e6, mathis/1e6)
+		}
+		t.Logf("elapsed %v goodput %.1f Mbit/s sent %d lost %d netdrops %d events %d wakes %d",
+			res.Elapsed, res.GoodputBps/1e6, res.PacketsSent, res.PacketsLost, res.LossDrops, res.Events, res.CoreWakes)
+	})
+}
+
+// TestQUICLossless: without loss, a 4 MiB transfer at 50 Mbit/s takes at
+// least the serialisation time and not much more than it plus slow start.
+func TestQUICLossless(t *testing.T) {
+	const size = 4 << 20
+	synctest.Test(t, func(t *testing.T) {
+		res, err := Run(context.Background(), Config{
+			Transport: "quic", Rate: 50e6, RTT: 20 * des.Millisecond, Bytes: size, Seed: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		floor := des.Time(float64(size) * 8 / 50e6 * 1e9)
+		if res.SHA256 != expectedSum(1, size) || res.Elapsed < floor || res.Elapsed > 3*floor {
+			t.Fatalf("elapsed %v (floor %v), hash ok %v", res.Elapsed, floor, res.SHA256 == expectedSum(1, size))
+		}
+		if res.LossDrops != 0 {
+			t.Fatalf("loss drops %d on a lossless link", res.LossDrops)
+		}
+		t.Logf("elapsed %v goodput %.1f Mbit/s sent %d lost %d qdrops %d", res.Elapsed, res.GoodputBps/1e6, res.PacketsSent, res.PacketsLost, res.QueueDrops)
+	})
+}
