@@ -252,5 +252,5 @@ func (nd *Node) deliver(p *Packet, now des.Time) {
 		nd.drop(p, DropNoPort)
 		return
 	}
-	s.deliver(p)
+	s.deliver(p, now)
 }

@@ -60,6 +60,11 @@ type Socket struct {
 
 	OnReadable func()
 	OnWritable func()
+	// OnPacket, when set, takes every arriving packet directly instead of
+	// the receive buffer (an event-driven transport such as TCP, which
+	// keeps its own buffers). The callee owns the packet and must hand it
+	// back with Release.
+	OnPacket func(p *Packet, now des.Time)
 }
 
 // Bind opens a socket of protocol proto (ProtoUDP, ProtoTCP) on port
@@ -124,6 +129,14 @@ func (s *Socket) SendQueued() int { return s.sndQueued }
 // queued reach the send buffer (Linux's rule: a send proceeds while the
 // queued bytes are below the buffer, so one packet may overshoot).
 func (s *Socket) Send(dst int, dstPort uint16, payload []byte, now des.Time) error {
+	return s.SendSegment(dst, dstPort, payload, nil, UDPHeader, false, now)
+}
+
+// SendSegment is Send for any transport: hdr travels with the packet
+// (Packet.Hdr, opaque to the network), overhead is the transport header's
+// size on the wire (the IPv4 header is added), ect marks the packet
+// ECN-capable.
+func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, overhead int, ect bool, now des.Time) error {
 	if s.closed {
 		return ErrClosed
 	}
@@ -131,7 +144,7 @@ func (s *Socket) Send(dst int, dstPort uint16, payload []byte, now des.Time) err
 	if dst < 0 || dst >= len(n.nodes) {
 		return fmt.Errorf("netmodel: send to node %d: no such node", dst)
 	}
-	wire := len(payload) + IPv4Header + UDPHeader
+	wire := len(payload) + IPv4Header + overhead
 	if wire > n.mtu {
 		s.node.Counters.Drops[DropMTU]++
 		return nil
@@ -150,6 +163,7 @@ func (s *Socket) Send(dst int, dstPort uint16, payload []byte, now des.Time) err
 	p.Flow.SrcPort, p.Flow.DstPort = s.port, dstPort
 	p.Flow.Proto = s.proto
 	p.Flow.Sock = s.id
+	p.Hdr, p.ECT = hdr, ect
 	s.node.up.enqueue(p, now)
 	return nil
 }
@@ -171,7 +185,14 @@ func (s *Socket) sent(wire int) {
 
 // deliver puts p in the receive buffer, or drops it if the buffer is full.
 // The buffer counts payload bytes.
-func (s *Socket) deliver(p *Packet) {
+func (s *Socket) deliver(p *Packet, now des.Time) {
+	if s.OnPacket != nil {
+		nd := s.node
+		nd.Counters.RecvPackets++
+		nd.Counters.RecvBytes += uint64(p.Len)
+		s.OnPacket(p, now)
+		return
+	}
 	if s.rqBytes+len(p.Payload) > s.rcvbuf {
 		s.node.drop(p, DropSockBuf)
 		return
@@ -210,6 +231,9 @@ func (s *Socket) Recv(buf []byte) (n int, src int, srcPort uint16, ok bool) {
 	s.net.putPacket(p)
 	return n, src, srcPort, true
 }
+
+// Release returns a packet taken through OnPacket to the network's pool.
+func (s *Socket) Release(p *Packet) { s.net.putPacket(p) }
 
 // Readable reports whether a datagram is waiting.
 func (s *Socket) Readable() bool { return s.rqHead < len(s.rq) }
