@@ -52,10 +52,11 @@ func (l *Live) Lock() Time {
 	return now
 }
 
-// Unlock releases the model. If the call scheduled an event earlier than
-// the instant the core goroutine sleeps towards, the core is poked.
+// Unlock releases the model. If the call scheduled an event whose horizon
+// (see Sim.Horizon) is earlier than the instant the core goroutine sleeps
+// towards, the core is poked.
 func (l *Live) Unlock() {
-	if next := l.sim.NextAt(); next < l.target {
+	if next := l.sim.Horizon(); next < l.target {
 		l.target = next
 		select {
 		case l.wake <- struct{}{}:
@@ -94,7 +95,7 @@ func (l *Live) loop() {
 		l.wakes++
 		now := l.Now()
 		l.sim.RunUntil(now)
-		next := l.sim.NextAt()
+		next := l.sim.Horizon()
 		l.target = next
 		l.mu.Unlock()
 		if next == Never {

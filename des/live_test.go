@@ -71,3 +71,49 @@ func TestLiveCatchUp(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveHiddenBatch: hidden events run at the right model instants, in
+// order with visible ones, without the core waking for each: with a
+// lookahead of 10 ms, a chain of hidden events 1 ms apart that ends in a
+// visible one costs a handful of wake-ups, not one per event.
+func TestLiveHiddenBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim := NewSim()
+		sim.SetLookahead(10 * Millisecond)
+		l := NewLive(sim)
+		var order []Time
+		done := make(chan Time, 1)
+		visible := sim.NewTimer(func(now Time) {
+			order = append(order, now)
+			done <- l.Now()
+		})
+		var hidden *Timer
+		k := 0
+		hidden = sim.NewTimer(func(now Time) {
+			order = append(order, now)
+			k++
+			if k < 20 {
+				sim.Schedule(hidden, now+Millisecond)
+			} else {
+				sim.Schedule(visible, now+10*Millisecond)
+			}
+		})
+		hidden.SetClass(Hidden)
+		l.Lock()
+		sim.Schedule(hidden, Millisecond)
+		l.Unlock()
+		l.Start()
+		defer l.Stop()
+		if got := <-done; got != 30*Millisecond {
+			t.Fatalf("visible event seen by real code at %v, want 30ms", got)
+		}
+		for i, at := range order[:20] {
+			if at != Time(i+1)*Millisecond {
+				t.Fatalf("hidden event %d ran at model instant %v", i, at)
+			}
+		}
+		if w := l.Wakes(); w > 5 {
+			t.Fatalf("core woke %d times for 20 hidden events and one visible", w)
+		}
+	})
+}

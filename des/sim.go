@@ -41,9 +41,10 @@ import "fmt"
 // fires. Create timers with Sim.NewTimer and keep them for the life of the
 // object that owns them.
 type Timer struct {
-	at  Time
-	idx int // position in the heap; -1 when not pending
-	fn  func(now Time)
+	at    Time
+	idx   int // position in its class's heap; -1 when not pending
+	class uint8
+	fn    func(now Time)
 }
 
 // Pending reports whether t is scheduled.
@@ -51,6 +52,33 @@ func (t *Timer) Pending() bool { return t.idx >= 0 }
 
 // At is the instant t fires; meaningful only while Pending.
 func (t *Timer) At() Time { return t.at }
+
+// NumClasses is the number of lookahead classes a Sim keeps.
+const NumClasses = 2
+
+// Lookahead classes. Visible events (class 0, the default) may wake real
+// code at their instant: a delivery to a socket. Events of the Hidden
+// class cannot affect real code sooner than the class's lookahead after
+// their instant (a packet leaving an uplink is at least the minimum one-way
+// latency away from any socket). Live lets hidden events run late, in a
+// batch, at the next instant real code could notice, instead of waking the
+// bubble for each; the order of events and the model instants they see are
+// unchanged.
+const (
+	Visible uint8 = 0
+	Hidden  uint8 = 1
+)
+
+// SetClass puts t in a lookahead class; t must not be pending.
+func (t *Timer) SetClass(c uint8) {
+	if t.idx >= 0 {
+		panic("des: SetClass on a pending timer")
+	}
+	if c >= NumClasses {
+		panic(fmt.Sprintf("des: class %d out of range", c))
+	}
+	t.class = c
+}
 
 type entry struct {
 	at  Time
@@ -62,13 +90,16 @@ func (a *entry) before(b *entry) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
-// Sim is a discrete-event simulation: a clock and a queue of timers. It is
-// not safe for concurrent use; Live serialises access from real code.
+// Sim is a discrete-event simulation: a clock and a queue of timers, kept
+// as one binary heap per lookahead class; the next event is the earliest
+// head by (instant, insertion sequence), so classes never change the order.
+// It is not safe for concurrent use; Live serialises access from real code.
 type Sim struct {
-	now   Time
-	seq   uint64
-	heap  []entry
-	fired uint64
+	now       Time
+	seq       uint64
+	heaps     [NumClasses]eheap
+	lookahead [NumClasses]Time
+	fired     uint64
 }
 
 // NewSim returns a simulation at instant 0 with no pending events.
@@ -81,9 +112,26 @@ func (s *Sim) Now() Time { return s.now }
 func (s *Sim) Fired() uint64 { return s.fired }
 
 // Pending is the number of scheduled events.
-func (s *Sim) Pending() int { return len(s.heap) }
+func (s *Sim) Pending() int {
+	n := 0
+	for i := range s.heaps {
+		n += len(s.heaps[i])
+	}
+	return n
+}
 
-// NewTimer returns an unscheduled timer that calls fn when it fires.
+// SetLookahead sets the lookahead of the Hidden class: events in it cannot
+// affect real code sooner than d after their instant. 0 (the default) makes
+// hidden events as urgent as visible ones.
+func (s *Sim) SetLookahead(d Time) {
+	if d < 0 {
+		panic("des: negative lookahead")
+	}
+	s.lookahead[Hidden] = d
+}
+
+// NewTimer returns an unscheduled timer of the Visible class that calls fn
+// when it fires.
 func (s *Sim) NewTimer(fn func(now Time)) *Timer {
 	return &Timer{idx: -1, fn: fn}
 }
@@ -95,22 +143,23 @@ func (s *Sim) Schedule(t *Timer, at Time) {
 		panic(fmt.Sprintf("des: schedule at %v, before now %v", at, s.now))
 	}
 	s.seq++
+	h := &s.heaps[t.class]
 	if t.idx >= 0 {
-		e := &s.heap[t.idx]
+		e := &(*h)[t.idx]
 		old := e.at
 		e.at, e.seq = at, s.seq
 		t.at = at
 		if at < old {
-			s.up(t.idx)
+			h.up(t.idx)
 		} else {
-			s.down(t.idx)
+			h.down(t.idx)
 		}
 		return
 	}
 	t.at = at
-	t.idx = len(s.heap)
-	s.heap = append(s.heap, entry{at: at, seq: s.seq, t: t})
-	s.up(t.idx)
+	t.idx = len(*h)
+	*h = append(*h, entry{at: at, seq: s.seq, t: t})
+	h.up(t.idx)
 }
 
 // After makes t fire d after now.
@@ -118,31 +167,56 @@ func (s *Sim) After(t *Timer, d Time) { s.Schedule(t, s.now+d) }
 
 // Cancel unschedules t and reports whether it was pending.
 func (s *Sim) Cancel(t *Timer) bool {
-	i := t.idx
-	if i < 0 {
+	if t.idx < 0 {
 		return false
 	}
-	s.removeAt(i)
+	s.heaps[t.class].removeAt(t.idx)
 	return true
+}
+
+// head returns the heap holding the earliest event, or nil.
+func (s *Sim) head() *eheap {
+	var best *eheap
+	for i := range s.heaps {
+		h := &s.heaps[i]
+		if len(*h) > 0 && (best == nil || (*h)[0].before(&(*best)[0])) {
+			best = h
+		}
+	}
+	return best
 }
 
 // NextAt is the instant of the earliest pending event, or Never.
 func (s *Sim) NextAt() Time {
-	if len(s.heap) == 0 {
-		return Never
+	if h := s.head(); h != nil {
+		return (*h)[0].at
 	}
-	return s.heap[0].at
+	return Never
+}
+
+// Horizon is the earliest instant at which a pending event could affect
+// real code: the minimum over classes of the head's instant plus the
+// class's lookahead; Never when nothing is pending.
+func (s *Sim) Horizon() Time {
+	hz := Never
+	for i := range s.heaps {
+		if h := s.heaps[i]; len(h) > 0 {
+			hz = min(hz, h[0].at+s.lookahead[i])
+		}
+	}
+	return hz
 }
 
 // Step runs the earliest pending event, advancing the clock to its instant,
 // and reports whether there was one.
 func (s *Sim) Step() bool {
-	if len(s.heap) == 0 {
+	h := s.head()
+	if h == nil {
 		return false
 	}
-	t := s.heap[0].t
-	s.now = s.heap[0].at
-	s.removeAt(0)
+	t := (*h)[0].t
+	s.now = (*h)[0].at
+	h.removeAt(0)
 	s.fired++
 	t.fn(s.now)
 	return true
@@ -151,7 +225,11 @@ func (s *Sim) Step() bool {
 // RunUntil runs every event due at or before end, in order, then sets the
 // clock to end (if end is later than now).
 func (s *Sim) RunUntil(end Time) {
-	for len(s.heap) > 0 && s.heap[0].at <= end {
+	for {
+		h := s.head()
+		if h == nil || (*h)[0].at > end {
+			break
+		}
 		s.Step()
 	}
 	if end > s.now {
@@ -165,25 +243,28 @@ func (s *Sim) Run() {
 	}
 }
 
-func (s *Sim) removeAt(i int) {
-	h := s.heap
-	t := h[i].t
-	t.idx = -1
+// eheap is a binary min-heap of entries ordered by (at, seq); each timer
+// knows its index, so Cancel and reschedule are O(log n).
+type eheap []entry
+
+func (hp *eheap) removeAt(i int) {
+	h := *hp
+	h[i].t.idx = -1
 	last := len(h) - 1
 	if i != last {
 		h[i] = h[last]
 		h[i].t.idx = i
 	}
 	h[last] = entry{}
-	s.heap = h[:last]
+	*hp = h[:last]
 	if i != last {
-		s.down(i)
-		s.up(i)
+		hp.down(i)
+		hp.up(i)
 	}
 }
 
-func (s *Sim) up(i int) {
-	h := s.heap
+func (hp *eheap) up(i int) {
+	h := *hp
 	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
@@ -198,8 +279,8 @@ func (s *Sim) up(i int) {
 	e.t.idx = i
 }
 
-func (s *Sim) down(i int) {
-	h := s.heap
+func (hp *eheap) down(i int) {
+	h := *hp
 	n := len(h)
 	e := h[i]
 	for {
