@@ -365,3 +365,42 @@ func geoParseDuration(s string) (des.Time, error) {
 	}
 	return des.FromDuration(d), nil
 }
+
+// MinLatencyModel is a LatencyModel that knows a lower bound on every
+// latency it returns. The network uses it as the lookahead of packets
+// leaving an uplink (see des.Sim.SetLookahead); a model without it gets
+// lookahead 0, which is always correct, only slower.
+type MinLatencyModel interface {
+	LatencyModel
+	MinLatency() des.Time
+}
+
+// MinLatency is the fixed latency.
+func (f FixedLatency) MinLatency() des.Time { return des.Time(f) }
+
+// MinLatency is Lo.
+func (u UniformLatency) MinLatency() des.Time { return u.Lo }
+
+// MinLatency is the smallest entry of the matrix.
+func (m *LatencyMatrix) MinLatency() des.Time {
+	if len(m.OneWay) == 0 {
+		return 0
+	}
+	lo := m.OneWay[0]
+	for _, v := range m.OneWay {
+		lo = min(lo, v)
+	}
+	return max(lo, 0)
+}
+
+// MinLatency is a lower bound on the geo model's latencies: the smaller of
+// the self latency and the smallest base latency at the lowest jitter.
+func (g *GeoLatency) MinLatency() des.Time {
+	lo := math.Inf(1)
+	for a := range geoBaseMs {
+		for b := range geoBaseMs[a] {
+			lo = math.Min(lo, geoBaseMs[a][b])
+		}
+	}
+	return min(GeoSelfLatency, des.Time(math.Floor(lo*GeoJitterMin*float64(des.Millisecond))))
+}

@@ -119,6 +119,9 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 	if cfg.Loss < 0 || cfg.Loss >= 1 {
 		return nil, fmt.Errorf("netmodel: loss %g out of range [0, 1)", cfg.Loss)
 	}
+	if m, ok := cfg.Latency.(MinLatencyModel); ok {
+		sim.SetLookahead(m.MinLatency())
+	}
 	return &Network{
 		sim:     sim,
 		cfg:     cfg,

@@ -67,6 +67,14 @@ func (p *Path) next(now des.Time) {
 		return
 	}
 	p.inTx = pk
+	// A departure from an uplink reaches real code no sooner than the
+	// minimum latency later, unless it returns send-buffer space a blocked
+	// writer waits for.
+	class := des.Visible
+	if p == p.node.up && !p.net.blocking(pk) {
+		class = des.Hidden
+	}
+	p.timer.SetClass(class)
 	p.net.sim.Schedule(p.timer, p.shaper.Departure(pk.Len, now, p.net.mtu))
 }
 
@@ -75,6 +83,11 @@ func (p *Path) depart(now des.Time) {
 	p.inTx = nil
 	p.out(pk, now)
 	p.next(now)
+}
+
+// blocking reports whether pk's sending socket blocks on a full buffer.
+func (n *Network) blocking(pk *Packet) bool {
+	return int(pk.Flow.Sock) < len(n.socks) && n.socks[pk.Flow.Sock].mode == BlockWhenFull
 }
 
 // dropped handles a packet the queue discipline dropped: an egress drop
