@@ -149,7 +149,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		buf := make([]byte, 64<<10)
 		for {
 			k, err := str.Read(buf)
-			h.Write(buf[:k])
+			if cfg.Bytes > 0 {
+				h.Write(buf[:k])
+			}
 			received.Add(int64(k))
 			if err == io.EOF {
 				break
@@ -193,10 +195,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if cfg.Bytes > 0 {
 			k = min(k, cfg.Bytes-sent)
 		}
-		for i := 0; i < int(k); i += 8 {
-			v := rng.Uint64()
-			for j := 0; j < 8 && i+j < int(k); j++ {
-				chunk[i+j] = byte(v >> (8 * j))
+		// A fixed-size transfer is checked by hash, so every chunk is fresh
+		// pseudo-random data; a timed one reuses one random chunk.
+		if cfg.Bytes > 0 || sent == 0 {
+			for i := 0; i < int(k); i += 8 {
+				v := rng.Uint64()
+				for j := 0; j < 8 && i+j < int(k); j++ {
+					chunk[i+j] = byte(v >> (8 * j))
+				}
 			}
 		}
 		if cfg.Bytes <= 0 {

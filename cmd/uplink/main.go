@@ -1,0 +1,64 @@
+// Command uplink is the simulator's one command line: one subcommand per
+// job.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is the uplink version recorded with every result.
+const version = "0.1.0-dev"
+
+const usage = `uplink: a packet-level network simulator that runs real protocol code
+
+Usage:
+  uplink <command> [flags]
+
+Commands:
+  bulk      one transfer between two nodes over real quic-go
+  version   print the version
+
+Run 'uplink <command> --help' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches a command line and returns the exit status: 0 on success,
+// 1 when the job failed, 2 on a usage error.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "bulk":
+		err = cmdBulk(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "uplink", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "uplink: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "uplink:", err)
+		if _, ok := err.(usageError); ok {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError marks a bad command line, as opposed to a failed job.
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
