@@ -4,7 +4,8 @@ package des
 // internals: testing.MainStart is outside the Go 1 compatibility promise and
 // may change between Go releases (a compile error here, quick to fix; the
 // test beside it runs it). It also swaps os.Stdout while the testing
-// framework runs, the one piece of process-global state uplink touches.
+// framework runs, and with CryptoSeed replaces crypto/rand's reader for the
+// run: the process-global state uplink touches, all of it here.
 
 import (
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"testing"
+	"testing/cryptotest"
 	"testing/synctest"
 	"time"
 )
@@ -29,12 +31,22 @@ import (
 //
 // os.Stdout is silenced while the framework runs (it would print "PASS"):
 // capture os.Stdout before the call and hand that writer to fn.
-func RunInBubble(fn func(t *testing.T) error) (err error) {
+func RunInBubble(fn func(t *testing.T) error, opts ...BubbleOption) (err error) {
+	var o bubbleOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.cryptoSeed != nil && !testing.Testing() {
+		return errors.New("bubble: deterministic crypto/rand needs a binary built with -ldflags=-X=testing.testBinary=1 (testing/cryptotest refuses to run otherwise); see README")
+	}
 	var fnErr error
 	ran := false
 	test := testing.InternalTest{
 		Name: "UplinkBubble",
 		F: func(t *testing.T) {
+			if o.cryptoSeed != nil {
+				cryptotest.SetGlobalRandom(t, *o.cryptoSeed)
+			}
 			synctest.Test(t, func(t *testing.T) {
 				ran = true
 				defer func() {
@@ -73,6 +85,22 @@ func RunInBubble(fn func(t *testing.T) error) (err error) {
 		return fmt.Errorf("bubble: the simulation failed (exit code %d); see the messages above", code)
 	}
 	return nil
+}
+
+// BubbleOption configures RunInBubble.
+type BubbleOption func(*bubbleOptions)
+
+type bubbleOptions struct {
+	cryptoSeed *uint64
+}
+
+// CryptoSeed makes crypto/rand (keys, nonces, connection ids) a
+// deterministic stream from seed for the run, with
+// testing/cryptotest.SetGlobalRandom. Together with GOMAXPROCS=1 this makes
+// a quic-go transfer bit-for-bit reproducible. The testing package only
+// allows it in a binary built with -ldflags=-X=testing.testBinary=1.
+func CryptoSeed(seed uint64) BubbleOption {
+	return func(o *bubbleOptions) { o.cryptoSeed = &seed }
 }
 
 // bubbleDeps implements the testing package's unexported testDeps interface

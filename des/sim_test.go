@@ -191,4 +191,3 @@ func BenchmarkHold(b *testing.B) {
 		})
 	}
 }
-

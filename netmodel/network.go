@@ -18,7 +18,6 @@ package netmodel
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 
 	"github.com/uplinksim/uplink/des"
@@ -101,7 +100,7 @@ type Network struct {
 	nodes   []*Node
 	socks   []*Socket
 	pipes   map[uint64]*pipe
-	lossRng *rand.Rand
+	lossKey uint64
 	free    []*Packet
 }
 
@@ -127,7 +126,7 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 		cfg:     cfg,
 		mtu:     cfg.MTU,
 		pipes:   make(map[uint64]*pipe),
-		lossRng: des.NewStreams(cfg.Seed).Stream("netmodel/loss"),
+		lossKey: des.NewStreams(cfg.Seed).Stream("netmodel/loss").Uint64(),
 	}, nil
 }
 
@@ -241,11 +240,21 @@ func (nd *Node) departUp(p *Packet, now des.Time) {
 	if n.cfg.LossFunc != nil {
 		loss = n.cfg.LossFunc(from, to)
 	}
-	if loss > 0 && n.lossRng.Float64() < loss {
+	if loss > 0 && n.lost(p) < loss {
 		nd.drop(p, DropLoss)
 		return
 	}
 	n.pipe(from, to).push(p, now+n.cfg.Latency.Latency(from, to))
+}
+
+// lost draws the loss variate of p: a hash of the seed, the sending socket
+// and p's sequence number on it, uniform in [0, 1). Tying the draw to the
+// packet's identity rather than to the order of all departures keeps two
+// runs of one seed losing the same packets even when real code interleaves
+// its sockets' sends differently.
+func (n *Network) lost(p *Packet) float64 {
+	h := des.Mix64(n.lossKey ^ des.Mix64(uint64(p.Flow.Sock)<<40^p.Seq))
+	return float64(h>>11) * 0x1p-53
 }
 
 // deliver runs when a packet has left the node's downlink shaper.

@@ -52,6 +52,7 @@ type Socket struct {
 
 	sndbuf, rcvbuf int // bytes, as stored (doubled)
 	sndQueued      int // bytes handed to the uplink, not yet transmitted
+	sendSeq        uint64
 	blocked        bool
 
 	rq      []*Packet // receive buffer, oldest first
@@ -164,6 +165,8 @@ func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, o
 	p.Flow.Proto = s.proto
 	p.Flow.Sock = s.id
 	p.Hdr, p.ECT = hdr, ect
+	s.sendSeq++
+	p.Seq = s.sendSeq
 	s.node.up.enqueue(p, now)
 	return nil
 }

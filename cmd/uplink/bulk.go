@@ -34,6 +34,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	block := fs.Bool("block-sends", false, "block socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS for the run (one simulation uses one core best)")
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
+	reproducible := fs.Bool("reproducible", false, "bit-for-bit reproducible run: GOMAXPROCS=1 and crypto/rand seeded from --seed (needs a binary built with -ldflags=-X=testing.testBinary=1)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -80,6 +81,11 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		cfg.SendMode = netmodel.BlockWhenFull
 	}
 
+	var opts []des.BubbleOption
+	if *reproducible {
+		*procs = 1
+		opts = append(opts, des.CryptoSeed(*seed))
+	}
 	runtime.GOMAXPROCS(*procs)
 	debug.SetGCPercent(*gcPercent)
 	if *cpuprofile != "" {
@@ -102,7 +108,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		var err error
 		res, err = bulk.Run(context.Background(), cfg)
 		return err
-	})
+	}, opts...)
 	wall := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("bulk: %w", err)

@@ -12,11 +12,7 @@ import (
 // bulk transfer with it: a plain binary (not go test) must enter the
 // synctest bubble, finish, and shut down cleanly.
 func TestBinaryEntersBubble(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "uplink")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildUplink(t)
 	cmd := exec.Command(bin, "bulk", "--rate", "50Mbit", "--rtt", "20ms", "--bytes", "1MiB")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -32,6 +28,54 @@ func TestBinaryEntersBubble(t *testing.T) {
 	if strings.Contains(out, "PASS") || strings.Contains(stderr.String(), "blocked goroutines") {
 		t.Fatalf("testing framework output leaked:\nstdout:\n%s\nstderr:\n%s", out, stderr.String())
 	}
+}
+
+// TestReproducible: a binary built with testing.testBinary=1 and run with
+// --reproducible gives the same virtual-time results twice over a lossy
+// link; a plain binary refuses the flag with an error naming the fix.
+func TestReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary and runs two transfers")
+	}
+	bin := filepath.Join(t.TempDir(), "uplink")
+	build := exec.Command("go", "build", "-ldflags=-X=testing.testBinary=1", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	results := func() string {
+		out, err := exec.Command(bin, "bulk", "--reproducible", "--rate", "100Mbit", "--rtt", "40ms",
+			"--loss", "0.25%", "--bytes", "4MiB", "--seed", "9").Output()
+		if err != nil {
+			t.Fatalf("uplink bulk --reproducible: %v", err)
+		}
+		var keep []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if !strings.HasPrefix(line, "wall") && !strings.HasPrefix(line, "simulated MiB") {
+				keep = append(keep, line)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	a, b := results(), results()
+	if a != b {
+		t.Fatalf("two reproducible runs differ:\n%s\n---\n%s", a, b)
+	}
+	plain := buildUplink(t)
+	out, err := exec.Command(plain, "bulk", "--reproducible", "--bytes", "1KiB").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "testing.testBinary=1") {
+		t.Fatalf("plain binary: %v, output %q; want a refusal naming the build flag", err, out)
+	}
+}
+
+// buildUplink builds the plain uplink binary into a temporary folder.
+func buildUplink(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "uplink")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func TestUsageErrors(t *testing.T) {
