@@ -47,6 +47,14 @@ func RunInBubble(fn func(t *testing.T) error, opts ...BubbleOption) (err error) 
 			if o.cryptoSeed != nil {
 				cryptotest.SetGlobalRandom(t, *o.cryptoSeed)
 			}
+			// synctest panics on this goroutine when fn returns while
+			// goroutines it started are still blocked; report that as an
+			// error instead of crashing (the stuck goroutines stay parked).
+			defer func() {
+				if r := recover(); r != nil && fnErr == nil {
+					fnErr = fmt.Errorf("bubble: %v (something started in the simulation was not closed)", r)
+				}
+			}()
 			synctest.Test(t, func(t *testing.T) {
 				ran = true
 				defer func() {
