@@ -78,6 +78,16 @@ type Config struct {
 	Loss     float64
 	LossFunc func(from, to int) float64
 	Seed     uint64 // derives the loss stream
+
+	// SockBufMax caps a requested socket buffer size before it is doubled
+	// (Linux's rmem_max / wmem_max, 212 992 on stock kernels); 0: no cap
+	// below the 256 MiB ceiling (Shadow).
+	SockBufMax int
+	// RecvSlots, when positive, also limits every receive buffer to that
+	// many datagrams. With RecvBlock a full receive buffer holds the
+	// downlink back instead of dropping (simnet's 32-slot channel).
+	RecvSlots int
+	RecvBlock bool
 }
 
 // LinkConfig is one direction of a node's access link: a queue discipline
@@ -114,6 +124,12 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 	}
 	if cfg.MTU < 576 || cfg.MTU > 65535 {
 		return nil, fmt.Errorf("netmodel: MTU %d out of range [576, 65535]", cfg.MTU)
+	}
+	if cfg.SockBufMax < 0 || cfg.RecvSlots < 0 {
+		return nil, fmt.Errorf("netmodel: negative socket buffer cap %d or receive slots %d", cfg.SockBufMax, cfg.RecvSlots)
+	}
+	if cfg.RecvBlock && cfg.RecvSlots == 0 {
+		return nil, errors.New("netmodel: RecvBlock needs RecvSlots (the number of datagrams a socket holds before it blocks the link)")
 	}
 	if cfg.Loss < 0 || cfg.Loss >= 1 {
 		return nil, fmt.Errorf("netmodel: loss %g out of range [0, 1)", cfg.Loss)
@@ -207,6 +223,7 @@ type Node struct {
 	up, down *Path
 	socks    map[uint16]*Socket
 	nextPort uint16
+	unbound  map[uint8]func(p *Packet, now des.Time) // see HandleUnbound
 	Counters Counters
 }
 
@@ -228,7 +245,7 @@ func (nd *Node) drop(p *Packet, r DropReason) {
 // departUp runs when a packet has left the node's uplink shaper: the socket
 // gets its send-buffer space back, loss is drawn, and the packet starts its
 // one-way trip.
-func (nd *Node) departUp(p *Packet, now des.Time) {
+func (nd *Node) departUp(p *Packet, now des.Time) bool {
 	n := nd.net
 	if int(p.Flow.Sock) < len(n.socks) {
 		n.socks[p.Flow.Sock].sent(p.Len)
@@ -242,9 +259,10 @@ func (nd *Node) departUp(p *Packet, now des.Time) {
 	}
 	if loss > 0 && n.lost(p) < loss {
 		nd.drop(p, DropLoss)
-		return
+		return true
 	}
 	n.pipe(from, to).push(p, now+n.cfg.Latency.Latency(from, to))
+	return true
 }
 
 // lost draws the loss variate of p: a hash of the seed, the sending socket
@@ -257,12 +275,17 @@ func (n *Network) lost(p *Packet) float64 {
 	return float64(h>>11) * 0x1p-53
 }
 
-// deliver runs when a packet has left the node's downlink shaper.
-func (nd *Node) deliver(p *Packet, now des.Time) {
+// deliver runs when a packet has left the node's downlink shaper. It
+// reports false when the socket's receive buffer is full and blocks the
+// link (Config.RecvBlock): the path then holds the packet.
+func (nd *Node) deliver(p *Packet, now des.Time) bool {
 	s := nd.socks[p.Flow.DstPort]
 	if s == nil || s.closed || s.proto != p.Flow.Proto {
+		if fn := nd.unbound[p.Flow.Proto]; fn != nil {
+			fn(p, now)
+		}
 		nd.drop(p, DropNoPort)
-		return
+		return true
 	}
-	s.deliver(p, now)
+	return s.deliver(p, now)
 }

@@ -329,3 +329,47 @@ func TestDeterministicTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestRecvBackPressure: with two receive slots that block the link, five
+// datagrams sent at once are never dropped: two wait in the socket, one is
+// held in the downlink, two stay queued; each read lets one more in.
+func TestRecvBackPressure(t *testing.T) {
+	sim, n := twoNodes(t, Config{Latency: FixedLatency(des.Millisecond), RecvSlots: 2, RecvBlock: true}, ShaperConfig{}, nil)
+	tx, _ := n.Node(0).Bind(ProtoUDP, 1, NeverBlock)
+	rx, _ := n.Node(1).Bind(ProtoUDP, 1, NeverBlock)
+	for i := range 5 {
+		tx.Send(1, 1, []byte{byte(i)}, 0)
+	}
+	sim.Run()
+	down := n.Node(1).Down()
+	if !rx.Readable() || !down.Busy() || down.Qdisc().Len() != 2 {
+		t.Fatalf("readable %v, downlink busy %v, queued %d; want true, true, 2", rx.Readable(), down.Busy(), down.Qdisc().Len())
+	}
+	buf := make([]byte, 8)
+	var got []byte
+	for {
+		k, _, _, ok := rx.Recv(buf)
+		if !ok {
+			break
+		}
+		got = append(got, buf[:k]...)
+		sim.Run()
+	}
+	if string(got) != "\x00\x01\x02\x03\x04" || n.Node(1).Counters.Drops[DropSockBuf] != 0 {
+		t.Fatalf("read %v, sockbuf drops %d; want 0..4 in order, no drops", got, n.Node(1).Counters.Drops[DropSockBuf])
+	}
+	if _, err := New(des.NewSim(), Config{Latency: FixedLatency(0), RecvBlock: true}); err == nil {
+		t.Fatal("RecvBlock without RecvSlots should be rejected")
+	}
+}
+
+// TestSockBufMax: Linux caps a request at rmem_max before doubling it.
+func TestSockBufMax(t *testing.T) {
+	_, n := twoNodes(t, Config{Latency: FixedLatency(0), SockBufMax: 212992}, ShaperConfig{}, nil)
+	s, _ := n.Node(0).Bind(ProtoUDP, 1, NeverBlock)
+	s.SetRecvBuffer(7 << 20)
+	s.SetSendBuffer(1000)
+	if s.RecvBuffer() != 425984 || s.SendBuffer() != 4096 {
+		t.Fatalf("buffers %d / %d, want 425984 (capped, doubled) and 4096 (floor)", s.RecvBuffer(), s.SendBuffer())
+	}
+}

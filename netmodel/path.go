@@ -12,16 +12,17 @@ import (
 // is how a NIC pulls from a Linux qdisc, so sojourn times and dequeue-time
 // AQM decisions happen at the right instants.
 type Path struct {
-	net    *Network
-	node   *Node
-	q      queues.Qdisc
-	shaper *Shaper
-	inTx   *Packet
-	timer  *des.Timer
-	out    func(p *Packet, now des.Time)
+	net     *Network
+	node    *Node
+	q       queues.Qdisc
+	shaper  *Shaper
+	inTx    *Packet
+	stalled bool // inTx could not be delivered: a full socket blocks the link
+	timer   *des.Timer
+	out     func(p *Packet, now des.Time) bool
 }
 
-func (n *Network) newPath(nd *Node, c LinkConfig, out func(*Packet, des.Time)) (*Path, error) {
+func (n *Network) newPath(nd *Node, c LinkConfig, out func(*Packet, des.Time) bool) (*Path, error) {
 	q := c.Qdisc
 	if q == nil {
 		var err error
@@ -79,10 +80,20 @@ func (p *Path) next(now des.Time) {
 }
 
 func (p *Path) depart(now des.Time) {
-	pk := p.inTx
+	if !p.out(p.inTx, now) {
+		p.stalled = true
+		return
+	}
 	p.inTx = nil
-	p.out(pk, now)
 	p.next(now)
+}
+
+// resume retries a stalled delivery once the socket has room.
+func (p *Path) resume(now des.Time) {
+	if p.stalled {
+		p.stalled = false
+		p.depart(now)
+	}
 }
 
 // blocking reports whether pk's sending socket blocks on a full buffer.

@@ -58,6 +58,7 @@ type Socket struct {
 	rq      []*Packet // receive buffer, oldest first
 	rqHead  int
 	rqBytes int
+	holding bool // the downlink is held back by this socket's full buffer
 
 	OnReadable func()
 	OnWritable func()
@@ -99,21 +100,47 @@ func (nd *Node) Bind(proto uint8, port uint16, mode SendMode) (*Socket, error) {
 	return s, nil
 }
 
+// HandleUnbound makes fn see every packet of protocol proto that arrives
+// at a port of nd with no socket of that protocol bound, just before the
+// network drops it (still counted as DropNoPort). A TCP stack answers such
+// a segment with a reset (RFC 9293 §3.10.7.1), which is how a connection
+// attempt to a closed port is refused. fn runs inside the delivering model
+// event and must not keep p; nil removes the handler.
+func (nd *Node) HandleUnbound(proto uint8, fn func(p *Packet, now des.Time)) {
+	if fn == nil {
+		delete(nd.unbound, proto)
+		return
+	}
+	if nd.unbound == nil {
+		nd.unbound = make(map[uint8]func(*Packet, des.Time))
+	}
+	nd.unbound[proto] = fn
+}
+
 // Node is the socket's node.
 func (s *Socket) Node() *Node { return s.node }
 
 // Port is the bound port.
 func (s *Socket) Port() uint16 { return s.port }
 
-// SetSendBuffer stores twice the requested size, clamped like Linux and
-// Shadow ([4 096, 256 MiB]).
+// SetSendBuffer stores twice the requested size, after capping the request
+// at Config.SockBufMax, with Linux's and Shadow's floor and ceiling
+// ([4 096, 256 MiB]).
 func (s *Socket) SetSendBuffer(n int) {
-	s.sndbuf = min(max(2*n, minSendBuffer), maxSocketBuffer)
+	s.sndbuf = min(max(2*s.net.capBuf(n), minSendBuffer), maxSocketBuffer)
 }
 
-// SetRecvBuffer stores twice the requested size, clamped to [2 048, 256 MiB].
+// SetRecvBuffer stores twice the (capped) requested size, clamped to
+// [2 048, 256 MiB].
 func (s *Socket) SetRecvBuffer(n int) {
-	s.rcvbuf = min(max(2*n, minRecvBuffer), maxSocketBuffer)
+	s.rcvbuf = min(max(2*s.net.capBuf(n), minRecvBuffer), maxSocketBuffer)
+}
+
+func (n *Network) capBuf(v int) int {
+	if n.cfg.SockBufMax > 0 {
+		return min(v, n.cfg.SockBufMax)
+	}
+	return v
 }
 
 // SendBuffer and RecvBuffer are the stored sizes.
@@ -188,17 +215,26 @@ func (s *Socket) sent(wire int) {
 
 // deliver puts p in the receive buffer, or drops it if the buffer is full.
 // The buffer counts payload bytes.
-func (s *Socket) deliver(p *Packet, now des.Time) {
+func (s *Socket) deliver(p *Packet, now des.Time) bool {
 	if s.OnPacket != nil {
 		nd := s.node
 		nd.Counters.RecvPackets++
 		nd.Counters.RecvBytes += uint64(p.Len)
 		s.OnPacket(p, now)
-		return
+		return true
+	}
+	cfg := &s.net.cfg
+	if cfg.RecvSlots > 0 && len(s.rq)-s.rqHead >= cfg.RecvSlots {
+		if cfg.RecvBlock {
+			s.holding = true
+			return false
+		}
+		s.node.drop(p, DropSockBuf)
+		return true
 	}
 	if s.rqBytes+len(p.Payload) > s.rcvbuf {
 		s.node.drop(p, DropSockBuf)
-		return
+		return true
 	}
 	nd := s.node
 	nd.Counters.RecvPackets++
@@ -208,6 +244,15 @@ func (s *Socket) deliver(p *Packet, now des.Time) {
 	s.rqBytes += len(p.Payload)
 	if wasEmpty && s.OnReadable != nil {
 		s.OnReadable()
+	}
+	return true
+}
+
+// release lets a downlink this socket held back go on.
+func (s *Socket) release() {
+	if s.holding {
+		s.holding = false
+		s.node.down.resume(s.net.sim.Now())
 	}
 }
 
@@ -232,6 +277,7 @@ func (s *Socket) Recv(buf []byte) (n int, src int, srcPort uint16, ok bool) {
 	n = copy(buf, p.Payload)
 	src, srcPort = int(p.Flow.SrcNode), p.Flow.SrcPort
 	s.net.putPacket(p)
+	s.release()
 	return n, src, srcPort, true
 }
 
@@ -263,4 +309,5 @@ func (s *Socket) Close() {
 		s.rqHead++
 	}
 	s.rq, s.rqHead, s.rqBytes = nil, 0, 0
+	s.release()
 }
