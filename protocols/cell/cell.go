@@ -1,0 +1,423 @@
+// Package cell runs the study's cells: N go-libp2p hosts running
+// gossipsub over uplink's network, one publish from node 0, and every
+// receiver's completion time, under a profile that reproduces one of the
+// reference backends.
+package cell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/queues"
+	"github.com/uplinksim/uplink/transports/udp"
+)
+
+// Topic is the gossipsub topic of a cell.
+const Topic = "uplink/cell"
+
+// Config is one cell.
+type Config struct {
+	Arm       string // "whole"
+	Seed      uint64
+	N, Degree int
+	Payload   int    // bytes
+	Net       string // scenario: home, dc20, dcb20, upN
+	Latency   string // latency model: geo, fixed:50ms, uniform:20ms,100ms
+	Transport string // quic
+	Profile   Profile
+	Gossip    Gossip
+	Window    des.Time // observation window after the publish
+	Deadline  des.Time // the budget for rate@deadline
+	PerNode   bool
+	Version   string
+	// MeshTimeout bounds the "stable" mesh wait; the cell publishes anyway
+	// when it passes and records mesh_stable false.
+	MeshTimeout des.Time
+	Progress    io.Writer // phase lines; nil: none
+	// Topology, when set, replaces the drawn graph, rates and latencies (a
+	// replay of an exported draw).
+	Topology *netmodel.Draw
+}
+
+// Defaults fills the zero fields with the study's values.
+func (c *Config) Defaults() {
+	if c.Arm == "" {
+		c.Arm = "whole"
+	}
+	if c.Net == "" {
+		c.Net = "home"
+	}
+	if c.Latency == "" {
+		c.Latency = "geo"
+	}
+	if c.Transport == "" {
+		c.Transport = "quic"
+	}
+	if c.Window == 0 {
+		c.Window = 8 * des.Second
+	}
+	if c.Deadline == 0 {
+		c.Deadline = 3 * des.Second
+	}
+	if c.MeshTimeout == 0 {
+		c.MeshTimeout = 60 * des.Second
+	}
+	if c.Gossip.D == 0 {
+		c.Gossip = StudyGossip()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Arm != "whole":
+		return fmt.Errorf("arm %q: this build runs the whole-message arm (whole)", c.Arm)
+	case c.Transport != "quic":
+		return fmt.Errorf("transport %q: valid transports are: quic", c.Transport)
+	case c.Payload < 1:
+		return fmt.Errorf("payload %d bytes: must be at least 1", c.Payload)
+	case c.Topology == nil && (c.N < 2 || c.Degree < 1):
+		return fmt.Errorf("%d nodes of degree %d: need at least 2 nodes and degree 1", c.N, c.Degree)
+	case c.Window <= 0 || c.Deadline <= 0:
+		return errors.New("the observation window and the deadline must be positive")
+	}
+	return c.Gossip.validate()
+}
+
+func (c *Config) logf(format string, a ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, format+"\n", a...)
+	}
+}
+
+// Run runs the cell. It must run inside a synctest bubble (des.RunInBubble
+// from a binary, synctest.Test in a test); every goroutine it starts has
+// ended when it returns.
+func Run(cfg Config) (*Record, error) {
+	cfg.Defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	w0 := des.WallNow()
+	rec := &Record{
+		Arm: cfg.Arm, Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,
+		PayloadBytes: cfg.Payload, Pay: sizeName(cfg.Payload),
+		Profile: cfg.Profile.Name, Knobs: cfg.Profile.Knobs(), Gossip: cfg.Gossip.Knobs(),
+		Transport: cfg.Transport, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
+	}
+	draw := cfg.Topology
+	if draw == nil {
+		var err error
+		if draw, err = netmodel.NewDraw(cfg.N, cfg.Degree, cfg.Seed, cfg.Latency, cfg.Net); err != nil {
+			return nil, fmt.Errorf("cell: topology: %w", err)
+		}
+	} else {
+		rec.N, rec.NSize, rec.Degree, rec.Net, rec.Latency = draw.N, draw.N, draw.Degree, draw.Scenario, draw.Model
+	}
+	graph, err := draw.Graph()
+	if err != nil {
+		return nil, fmt.Errorf("cell: graph: %w", err)
+	}
+	n := draw.N
+	p := &cfg.Profile
+
+	sim := des.NewSim()
+	live := des.NewLive(sim)
+	nw, err := netmodel.New(sim, netmodel.Config{
+		Latency:    draw.LatencyMatrix(),
+		Seed:       cfg.Seed,
+		SockBufMax: p.SockBufMax,
+		RecvSlots:  p.RecvSlots,
+		RecvBlock:  p.RecvBlock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cell: network: %w", err)
+	}
+	streams := des.NewStreams(cfg.Seed)
+	for i := range n {
+		up, err := queues.New(p.UpQdisc, streams.Stream(fmt.Sprintf("qdisc/up/%d", i)))
+		if err != nil {
+			return nil, fmt.Errorf("cell: uplink-qdisc: %w", err)
+		}
+		down, err := queues.New(p.DownQdisc, streams.Stream(fmt.Sprintf("qdisc/down/%d", i)))
+		if err != nil {
+			return nil, fmt.Errorf("cell: downlink-qdisc: %w", err)
+		}
+		if _, err := nw.AddNode(netmodel.NodeConfig{
+			Up:   netmodel.LinkConfig{Qdisc: up, Shaper: p.shaper(draw.Up[i])},
+			Down: netmodel.LinkConfig{Qdisc: down, Shaper: p.shaper(draw.Down[i])},
+		}); err != nil {
+			return nil, fmt.Errorf("cell: %w", err)
+		}
+	}
+	live.Start()
+	defer live.Stop()
+	st := udp.NewStack(live, nw)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// Hosts.
+	hosts := make([]host.Host, 0, n)
+	defer func() {
+		for _, h := range hosts {
+			h.Close()
+		}
+	}()
+	for i := range n {
+		h, err := newQUICHost(st, i, cfg.Seed, p.sendMode())
+		if err != nil {
+			return nil, fmt.Errorf("cell: %w", err)
+		}
+		hosts = append(hosts, h)
+	}
+	w1 := des.WallNow()
+	rec.Phases.Hosts = (w1 - w0).Seconds()
+	cfg.logf("cell seed %d: %d hosts in %.1f s", cfg.Seed, n, rec.Phases.Hosts)
+
+	// Dial the graph: the lower index dials, a few dials in flight per node.
+	if err := dialGraph(ctx, hosts, graph); err != nil {
+		return nil, fmt.Errorf("cell: dial: %w", err)
+	}
+	w2 := des.WallNow()
+	rec.Phases.Dial = (w2 - w1).Seconds()
+	cfg.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(graph.Edges), rec.Phases.Dial, live.Now().Seconds())
+
+	// Gossipsub, one topic, everyone subscribed.
+	tracers := make([]*tracer, n)
+	subs := make([]*pubsub.Subscription, n)
+	topics := make([]*pubsub.Topic, n)
+	defer func() {
+		for i := range subs {
+			if subs[i] != nil {
+				subs[i].Cancel()
+			}
+		}
+		for _, t := range topics {
+			if t != nil {
+				t.Close()
+			}
+		}
+	}()
+	maxMsg := cfg.Payload + 64<<10
+	for i, h := range hosts {
+		tracers[i] = newTracer(Topic)
+		ps, err := newGossipSub(ctx, h, cfg.Gossip, maxMsg, tracers[i])
+		if err != nil {
+			return nil, fmt.Errorf("cell: node %d: %w", i, err)
+		}
+		if topics[i], err = ps.Join(Topic); err != nil {
+			return nil, fmt.Errorf("cell: node %d: join: %w", i, err)
+		}
+		if subs[i], err = topics[i].Subscribe(); err != nil {
+			return nil, fmt.Errorf("cell: node %d: subscribe: %w", i, err)
+		}
+	}
+	subscribed := live.Now()
+	time.Sleep(time.Duration(p.Settle * float64(time.Second)))
+	rec.MeshStable = meshesWithin(tracers, cfg.Gossip)
+	if p.MeshWait == "stable" {
+		for !rec.MeshStable && live.Now()-subscribed < cfg.MeshTimeout {
+			time.Sleep(100 * time.Millisecond)
+			rec.MeshStable = meshesWithin(tracers, cfg.Gossip)
+		}
+	}
+	w3 := des.WallNow()
+	rec.Phases.Mesh = (w3 - w2).Seconds()
+	cfg.logf("cell seed %d: meshes %s after %.2f s virtual (%.1f s wall)", cfg.Seed, stableWord(rec.MeshStable), (live.Now() - subscribed).Seconds(), rec.Phases.Mesh)
+
+	// Publish from node 0 and observe.
+	payload := makePayload(cfg.Seed, cfg.Payload)
+	id := MessageID(payload)
+	meshAtPublish := make([]int, n)
+	for i, t := range tracers {
+		t.setTarget(id)
+		meshAtPublish[i] = t.meshSize()
+	}
+	live.Lock()
+	base := make([]netmodel.Counters, n)
+	for i, nd := range nw.Nodes() {
+		base[i] = nd.Counters
+	}
+	live.Unlock()
+	publishAt := time.Now()
+	rec.PublishAtS = live.Now().Seconds()
+	if err := topics[0].Publish(ctx, payload); err != nil {
+		return nil, fmt.Errorf("cell: publish: %w", err)
+	}
+	time.Sleep(cfg.Window.Duration())
+	w4 := des.WallNow()
+	rec.Phases.Delivery = (w4 - w3).Seconds()
+
+	// Collect.
+	live.Lock()
+	counters := make([]netmodel.Counters, n)
+	for i, nd := range nw.Nodes() {
+		counters[i] = nd.Counters
+	}
+	live.Unlock()
+	rec.Drops = map[string]uint64{}
+	var delivPackets uint64
+	for i := range n {
+		c := counters[i]
+		for r := netmodel.DropReason(0); r < netmodel.NumDropReasons; r++ {
+			rec.Drops[r.String()] += c.Drops[r] - base[i].Drops[r]
+		}
+		rec.SimPackets += c.SentPackets
+		rec.SimBytes += c.SentBytes
+		delivPackets += c.SentPackets - base[i].SentPackets
+	}
+	if delivPackets > 0 {
+		rec.UsPerPkt = rec.Phases.Delivery * 1e6 / float64(delivPackets)
+	}
+	rec.PubBytes = counters[0].SentBytes - base[0].SentBytes
+	times := make([]float64, 0, n-1)
+	var rxData, rxCtrl float64
+	for i, t := range tracers {
+		t.mu.Lock()
+		row := NodeRow{
+			Index: i, Completed: t.delivered, Dups: t.dups,
+			MeshPublish: meshAtPublish[i], MeshEnd: len(t.mesh),
+			DataRx: t.dataRx, DataTx: t.dataTx, CtrlRx: t.ctrlRx, CtrlTx: t.ctrlTx,
+			PktRx: counters[i].RecvPackets - base[i].RecvPackets, PktTx: counters[i].SentPackets - base[i].SentPackets,
+			WireRx: counters[i].RecvBytes - base[i].RecvBytes, WireTx: counters[i].SentBytes - base[i].SentBytes,
+			IHaveTx: t.ihaveTx, IHaveRx: t.ihaveRx, IWantTx: t.iwantTx, IWantRx: t.iwantRx,
+			IDontWantTx: t.idontwantTx, IDontWantRx: t.idontwantRx,
+		}
+		if t.delivered {
+			v := t.deliveredAt.Sub(publishAt).Seconds()
+			row.TimeS = &v
+		}
+		t.mu.Unlock()
+		rec.Dups += row.Dups
+		rec.IdwTx += row.IDontWantTx
+		if i == 0 {
+			if cfg.PerNode {
+				rec.Nodes = append(rec.Nodes, row)
+			}
+			continue
+		}
+		rxData += float64(row.DataRx)
+		rxCtrl += float64(row.CtrlRx)
+		if row.TimeS != nil {
+			times = append(times, *row.TimeS)
+		} else {
+			times = append(times, math.Inf(1))
+		}
+		if cfg.PerNode {
+			rec.Nodes = append(rec.Nodes, row)
+		}
+	}
+	rec.RxNodeBytes = rxData / float64(n-1)
+	rec.CtrlRxNode = rxCtrl / float64(n-1)
+	rec.fill(times, cfg.Deadline.Seconds())
+
+	// Tear down: gossipsub first (its context), then the hosts.
+	cancel()
+	for i := range subs {
+		subs[i].Cancel()
+		subs[i] = nil
+	}
+	for i, t := range topics {
+		t.Close()
+		topics[i] = nil
+	}
+	for _, h := range hosts {
+		if err := h.Close(); err != nil {
+			return nil, fmt.Errorf("cell: closing hosts: %w", err)
+		}
+	}
+	hosts = nil
+	rec.Phases.Teardown = (des.WallNow() - w4).Seconds()
+	rec.WallS = (des.WallNow() - w0).Seconds()
+	return rec, nil
+}
+
+func stableWord(ok bool) string {
+	if ok {
+		return "within [Dlo, Dhi]"
+	}
+	return "NOT all within [Dlo, Dhi]"
+}
+
+// meshesWithin reports whether every node's mesh is within [Dlo, Dhi].
+func meshesWithin(ts []*tracer, g Gossip) bool {
+	for _, t := range ts {
+		if m := t.meshSize(); m < g.Dlo || m > g.Dhi {
+			return false
+		}
+	}
+	return true
+}
+
+// dialGraph connects every edge, the lower index dialling, with up to
+// eight dials in flight per node.
+func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem := make(chan struct{}, 8)
+			var inner sync.WaitGroup
+			for _, j := range g.Dials(i) {
+				sem <- struct{}{}
+				inner.Add(1)
+				go func() {
+					defer inner.Done()
+					defer func() { <-sem }()
+					ai := peer.AddrInfo{ID: hosts[j].ID(), Addrs: []ma.Multiaddr{QUICAddr(j)}}
+					if err := h.Connect(ctx, ai); err != nil {
+						select {
+						case errs <- fmt.Errorf("node %d to node %d: %w", i, j, err):
+						default:
+						}
+					}
+				}()
+			}
+			inner.Wait()
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// makePayload returns size pseudo-random bytes for seed.
+func makePayload(seed uint64, size int) []byte {
+	rng := rand.New(rand.NewPCG(seed, 0x7061796c6f6164))
+	b := make([]byte, size)
+	for i := 0; i < size; i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8 && i+j < size; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
+}
+
+func sizeName(b int) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return fmt.Sprintf("%dB", b)
+}

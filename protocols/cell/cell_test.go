@@ -1,0 +1,82 @@
+package cell
+
+import (
+	"math"
+	"testing"
+	"testing/synctest"
+)
+
+func TestQuantileRule(t *testing.T) {
+	inf := math.Inf(1)
+	// Nine receivers: p50 is index ceil(4.5)-1 = 4, p90 index ceil(8.1)-1 = 8.
+	times := []float64{9, 1, 8, 2, 7, 3, 6, 4, 5}
+	if v, ok := Quantile(times, 0.5); !ok || v != 5 {
+		t.Fatalf("p50 = %v, %v; want 5", v, ok)
+	}
+	if v, ok := Quantile(times, 0.9); !ok || v != 9 {
+		t.Fatalf("p90 = %v, %v; want 9", v, ok)
+	}
+	// Two censored receivers sort last: p50 still 5, p90 censored.
+	times = []float64{inf, 1, 8, 2, 7, 3, inf, 4, 5}
+	if v, ok := Quantile(times, 0.5); !ok || v != 5 {
+		t.Fatalf("censored p50 = %v, %v; want 5", v, ok)
+	}
+	if _, ok := Quantile(times, 0.9); ok {
+		t.Fatal("p90 falls on a censored receiver and must be censored")
+	}
+}
+
+func TestProfilesAndKnobs(t *testing.T) {
+	for _, name := range ProfileNames() {
+		p, err := LookupProfile(name)
+		if err != nil || p.Name != name {
+			t.Fatalf("profile %s: %v", name, err)
+		}
+	}
+	p, _ := LookupProfile("shadow")
+	if err := p.Set("uplink-qdisc", "fq_codel"); err != nil || p.Knobs()["uplink-qdisc"] != "fq_codel" {
+		t.Fatalf("override: %v, %v", err, p.Knobs())
+	}
+	if err := p.Set("shaper", "token"); err == nil {
+		t.Fatal("an invalid shaper should be rejected")
+	}
+	if err := p.Set("frobs", "1"); err == nil {
+		t.Fatal("an unknown knob should be rejected")
+	}
+	if _, err := LookupProfile("ns3"); err == nil {
+		t.Fatal("an unknown profile should be rejected")
+	}
+}
+
+// TestSmallWholeMessageCell: 20 nodes, degree 6, 256 KiB, home, harness
+// profile: every receiver completes, completion times are ordered, the
+// meshes formed, and the publisher sent at least one copy of the payload.
+func TestSmallWholeMessageCell(t *testing.T) {
+	for _, prof := range []string{"harness", "shadow"} {
+		t.Run(prof, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p, _ := LookupProfile(prof)
+				g := StudyGossip()
+				g.D, g.Dlo, g.Dhi = 4, 3, 6
+				rec, err := Run(Config{Seed: 7, N: 20, Degree: 6, Payload: 256 << 10, Profile: p, Gossip: g})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Completed != 19 || rec.Total != 19 {
+					t.Fatalf("%d of %d receivers completed", rec.Completed, rec.Total)
+				}
+				if !rec.MeshStable && prof == "harness" {
+					t.Fatal("meshes never settled within [Dlo, Dhi]")
+				}
+				if *rec.P50S <= 0 || *rec.P50S > *rec.P99S || *rec.P99S > *rec.LastS {
+					t.Fatalf("quantiles out of order: %v %v %v", *rec.P50S, *rec.P99S, *rec.LastS)
+				}
+				if rec.PubBytes < 256<<10 {
+					t.Fatalf("publisher sent %d bytes, less than one payload", rec.PubBytes)
+				}
+				t.Logf("%s: p50 %.3f p99 %.3f last %.3f dups %d idw %d pub %d wall %.1fs phases %+v",
+					prof, *rec.P50S, *rec.P99S, *rec.LastS, rec.Dups, rec.IdwTx, rec.PubBytes, rec.WallS, rec.Phases)
+			})
+		})
+	}
+}

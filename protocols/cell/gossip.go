@@ -1,0 +1,149 @@
+package cell
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strconv"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
+)
+
+// Gossip holds gossipsub's parameters for a cell. The study pins D, Dlo,
+// Dhi, the heartbeat, the history length, the IDONTWANT threshold and the
+// queue sizes (study-model.md, "Gossipsub settings"); the rest it does not
+// pin down, and they default to go-libp2p-pubsub v0.19's own values. Every
+// field is recorded with every result.
+type Gossip struct {
+	D, Dlo, Dhi          int
+	Heartbeat            time.Duration
+	HistoryLength        int
+	HistoryGossip        int     // not pinned by the study: v0.19 default 3
+	Dlazy                int     // not pinned: v0.19 default 6
+	GossipFactor         float64 // not pinned: v0.19 default 0.25
+	GossipRetransmission int     // not pinned: v0.19 default 3
+	FloodPublish         bool    // not pinned: off in v0.19
+	IDontWantThreshold   int     // bytes; library default 1 KiB
+	QueueSize            int     // outbound and validation queues
+}
+
+// StudyGossip returns the study's gossipsub settings with the library's
+// defaults for the knobs the study leaves open.
+func StudyGossip() Gossip {
+	d := pubsub.DefaultGossipSubParams()
+	return Gossip{
+		D: 8, Dlo: 6, Dhi: 12,
+		Heartbeat:            700 * time.Millisecond,
+		HistoryLength:        6,
+		HistoryGossip:        d.HistoryGossip,
+		Dlazy:                d.Dlazy,
+		GossipFactor:         d.GossipFactor,
+		GossipRetransmission: d.GossipRetransmission,
+		FloodPublish:         false,
+		IDontWantThreshold:   d.IDontWantMessageThreshold,
+		QueueSize:            600,
+	}
+}
+
+// Knobs returns the settings as strings, for records.
+func (g Gossip) Knobs() map[string]string {
+	return map[string]string{
+		"D": strconv.Itoa(g.D), "Dlo": strconv.Itoa(g.Dlo), "Dhi": strconv.Itoa(g.Dhi),
+		"heartbeat":             g.Heartbeat.String(),
+		"history-length":        strconv.Itoa(g.HistoryLength),
+		"history-gossip":        strconv.Itoa(g.HistoryGossip),
+		"Dlazy":                 strconv.Itoa(g.Dlazy),
+		"gossip-factor":         strconv.FormatFloat(g.GossipFactor, 'g', -1, 64),
+		"gossip-retransmission": strconv.Itoa(g.GossipRetransmission),
+		"flood-publish":         strconv.FormatBool(g.FloodPublish),
+		"idontwant-threshold":   strconv.Itoa(g.IDontWantThreshold),
+		"queue-size":            strconv.Itoa(g.QueueSize),
+	}
+}
+
+// Set overrides one of the knobs the study leaves open by name.
+func (g *Gossip) Set(name, value string) error {
+	atoi := func() (int, error) {
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("gossip knob %s=%q: want a non-negative integer", name, value)
+		}
+		return n, nil
+	}
+	var err error
+	switch name {
+	case "Dlazy":
+		g.Dlazy, err = atoi()
+	case "history-gossip":
+		g.HistoryGossip, err = atoi()
+	case "gossip-retransmission":
+		g.GossipRetransmission, err = atoi()
+	case "gossip-factor":
+		g.GossipFactor, err = strconv.ParseFloat(value, 64)
+		if err != nil || g.GossipFactor < 0 || g.GossipFactor > 1 {
+			err = fmt.Errorf("gossip knob gossip-factor=%q: want a fraction in [0, 1]", value)
+		}
+	case "flood-publish":
+		g.FloodPublish, err = strconv.ParseBool(value)
+		if err != nil {
+			err = fmt.Errorf("gossip knob flood-publish=%q: want true or false", value)
+		}
+	default:
+		return fmt.Errorf("unknown gossip knob %q; valid: Dlazy, gossip-factor, history-gossip, gossip-retransmission, flood-publish", name)
+	}
+	return err
+}
+
+// validate checks what go-libp2p-pubsub would reject, before any router is
+// built: its router leaks a goroutine when an option fails.
+func (g Gossip) validate() error {
+	switch {
+	case g.D < 1 || g.Dlo < 1 || g.Dlo > g.D || g.Dhi < g.D:
+		return fmt.Errorf("gossip: need 1 <= Dlo <= D <= Dhi, have D %d, Dlo %d, Dhi %d", g.D, g.Dlo, g.Dhi)
+	case g.Heartbeat <= 0:
+		return fmt.Errorf("gossip: heartbeat %v must be positive", g.Heartbeat)
+	case g.HistoryLength < g.HistoryGossip || g.HistoryGossip < 0:
+		return fmt.Errorf("gossip: history gossip %d must be within [0, history length %d]", g.HistoryGossip, g.HistoryLength)
+	case g.QueueSize < 1:
+		return fmt.Errorf("gossip: queue size %d must be at least 1", g.QueueSize)
+	}
+	return nil
+}
+
+// MessageID is the study's 20-byte hash id (a SHA-256 prefix of the data).
+func MessageID(data []byte) string {
+	h := sha256.Sum256(data)
+	return string(h[:20])
+}
+
+// newGossipSub starts gossipsub on h with the cell's settings.
+func newGossipSub(ctx context.Context, h host.Host, g Gossip, maxMsg int, tr *tracer) (*pubsub.PubSub, error) {
+	p := pubsub.DefaultGossipSubParams()
+	p.D, p.Dlo, p.Dhi = g.D, g.Dlo, g.Dhi
+	p.Dout = max(0, min(p.Dout, g.Dlo-1, g.D/2-1))
+	p.HeartbeatInterval = g.Heartbeat
+	p.HistoryLength = g.HistoryLength
+	p.HistoryGossip = g.HistoryGossip
+	p.Dlazy = g.Dlazy
+	p.GossipFactor = g.GossipFactor
+	p.GossipRetransmission = g.GossipRetransmission
+	p.IDontWantMessageThreshold = g.IDontWantThreshold
+	ps, err := pubsub.NewGossipSub(ctx, h,
+		pubsub.WithGossipSubParams(p),
+		pubsub.WithFloodPublish(g.FloodPublish),
+		pubsub.WithPeerOutboundQueueSize(g.QueueSize),
+		pubsub.WithValidateQueueSize(g.QueueSize),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
+		pubsub.WithNoAuthor(),
+		pubsub.WithMaxMessageSize(maxMsg),
+		pubsub.WithMessageIdFn(func(m *pb.Message) string { return MessageID(m.GetData()) }),
+		pubsub.WithRawTracer(tr),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("gossipsub: %w", err)
+	}
+	return ps, nil
+}

@@ -1,0 +1,109 @@
+package cell
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/connmgr"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/quic-go/quic-go"
+	"go.uber.org/fx"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/transports/udp"
+)
+
+// QUICPort is the UDP port every host listens on.
+const QUICPort = 8000
+
+// hostKey derives node i's Ed25519 identity from the cell seed, so peer ids
+// (and with them gossipsub's peer order) are the same in every run of a
+// seed.
+func hostKey(seed uint64, i int) (crypto.PrivKey, error) {
+	var s [32]byte
+	x := des.Mix64(seed ^ 0x686f73746b6579) // "hostkey"
+	y := des.Mix64(x ^ uint64(i))
+	for k := range 4 {
+		v := des.Mix64(y + uint64(k))
+		for j := range 8 {
+			s[8*k+j] = byte(v >> (8 * j))
+		}
+	}
+	priv, _, err := crypto.GenerateEd25519Key(rand.NewChaCha8(s))
+	if err != nil {
+		return nil, fmt.Errorf("node %d identity: %w", i, err)
+	}
+	return priv, nil
+}
+
+// QUICAddr is node i's listen multiaddr.
+func QUICAddr(i int) ma.Multiaddr {
+	return ma.StringCast(fmt.Sprintf("/ip4/%s/udp/%d/quic-v1", netmodel.NodeAddr(i), QUICPort))
+}
+
+// sourceIP answers quicreuse's question "which local address reaches
+// this destination" with the node's one address.
+type sourceIP net.IP
+
+func (s sourceIP) PreferredSourceIPForDestination(*net.UDPAddr) (net.IP, error) {
+	return net.IP(s), nil
+}
+
+// newQUICHost builds a go-libp2p host for node i whose QUIC transport runs
+// on uplink's virtual UDP. It is kept cheap: the null resource manager and
+// connection manager, no identify address discovery, no relay, no metrics,
+// no ping, no NAT port mapping, no UDP black-hole detection.
+func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (host.Host, error) {
+	priv, err := hostKey(seed, i)
+	if err != nil {
+		return nil, err
+	}
+	ip := net.IP(netmodel.NodeAddr(i).AsSlice())
+	reuse := libp2p.QUICReuse(
+		func(l fx.Lifecycle, srk quic.StatelessResetKey, tgk quic.TokenGeneratorKey, opts ...quicreuse.Option) (*quicreuse.ConnManager, error) {
+			cm, err := quicreuse.NewConnManager(srk, tgk, opts...)
+			if err != nil {
+				return nil, err
+			}
+			// A conn manager passed in this way is not closed by the host.
+			l.Append(fx.StopHook(cm.Close))
+			return cm, nil
+		},
+		quicreuse.OverrideSourceIPSelector(func() (quicreuse.SourceIPSelector, error) {
+			return sourceIP(ip), nil
+		}),
+		quicreuse.OverrideListenUDP(func(_ string, addr *net.UDPAddr) (net.PacketConn, error) {
+			if !addr.IP.Equal(ip) {
+				return nil, fmt.Errorf("node %d: listen on %v, not the node's address %v", i, addr, ip)
+			}
+			return st.Listen(i, uint16(addr.Port), mode)
+		}),
+	)
+	h, err := libp2p.New(
+		libp2p.Identity(priv),
+		libp2p.ListenAddrs(QUICAddr(i)),
+		libp2p.NoTransports,
+		libp2p.Transport(libp2pquic.NewTransport),
+		reuse,
+		libp2p.DisableIdentifyAddressDiscovery(),
+		libp2p.ResourceManager(&network.NullResourceManager{}),
+		libp2p.ConnectionManager(connmgr.NullConnMgr{}),
+		libp2p.DisableRelay(),
+		libp2p.DisableMetrics(),
+		libp2p.Ping(false),
+		libp2p.UDPBlackHoleSuccessCounter(nil),
+		libp2p.IPv6BlackHoleSuccessCounter(nil),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("node %d host: %w", i, err)
+	}
+	return h, nil
+}

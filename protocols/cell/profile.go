@@ -1,0 +1,219 @@
+package cell
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/uplinksim/uplink/netmodel"
+)
+
+// Profile is a named bundle of network-model knobs that reproduces one
+// reference backend (../shared/reference/backends.md). Every knob has a
+// name, so the command line can override it (--knob name=value) and every
+// record lists its value.
+type Profile struct {
+	Name      string
+	UpQdisc   string // queue discipline spec of every uplink (queues.New)
+	DownQdisc string // queue discipline spec of every downlink
+	Shaper    string // "serial": continuous, one-MTU burst; "shadow": 1 ms refill, rate/1000 + 1 500 bytes
+	SendMode  string // "never-block" or "block" (writes wait on a full send buffer)
+	RecvSlots int    // datagrams a receive buffer holds (0: bytes only)
+	RecvBlock bool   // a full receive buffer holds the downlink back instead of dropping
+	// SockBufMax caps socket buffer requests before doubling (Linux
+	// rmem_max / wmem_max); 0: only the 256 MiB ceiling.
+	SockBufMax int
+	// MeshWait: "stable" waits Settle after subscribing, then until every
+	// mesh is within [Dlo, Dhi] (the harness); "fixed" publishes at Settle
+	// after subscribing, whatever the meshes (Shadow's fixed instants).
+	MeshWait string
+	Settle   float64 // seconds
+}
+
+// The profiles, knob by knob with the source of each value (backends.md
+// and study-model.md in ../shared/reference).
+var profiles = map[string]Profile{
+	// The in-process harness: simnet under testing/synctest.
+	"harness": {
+		Name: "harness",
+		// fq_codel, 128 buckets hashed on the (to, from) address pair,
+		// quantum = MTU, target 5 ms, interval 100 ms, no packet limit.
+		UpQdisc:   "fq_codel:profile=simnet",
+		DownQdisc: "fq_codel:profile=simnet",
+		// A token bucket with a burst of one MTU (1 500 bytes).
+		Shaper: "serial",
+		// No send-buffer back-pressure: quic-go's congestion control and
+		// pacer do the work.
+		SendMode: "never-block",
+		// The receiving socket is a 32-slot channel that blocks the link.
+		RecvSlots: 32, RecvBlock: true,
+		// study-model.md: 2.5 s after subscribing, then until every mesh
+		// is within [Dlo, Dhi].
+		MeshWait: "stable", Settle: 2.5,
+	},
+	// Shadow 3.x.
+	"shadow": {
+		Name: "shadow",
+		// The interface queues sockets: `fifo` by default (the global order
+		// in which packets became sendable), no limit, no AQM.
+		UpQdisc: "shadow-fifo",
+		// Inbound: a router queue with CoDel, target 10 ms, interval
+		// 100 ms, no limit, no flow queueing.
+		DownQdisc: "codel:profile=shadow",
+		// Token bucket refilled every 1 ms with rate/1000 bytes, capacity
+		// refill + 1 500 bytes, both directions.
+		Shaper: "shadow",
+		// UDP: quic-go asks 7 MiB, stored doubled; a full send buffer
+		// blocks the writer; ceiling 256 MiB.
+		SendMode: "block",
+		// Shadow cells use fixed instants: publish at 60 s after start;
+		// the settle time here is counted from subscribing.
+		MeshWait: "fixed", Settle: 10,
+	},
+	// Linux network namespaces (report Appendix C).
+	"kernel": {
+		Name: "kernel",
+		// HTB rate class with a pfifo leaf (txqueuelen 1 000) on upload
+		// and, through an intermediate device, on download.
+		UpQdisc:   "pfifo:limit=1000",
+		DownQdisc: "pfifo:limit=1000",
+		// HTB: approximated by the continuous shaper with a one-MTU burst
+		// (HTB's default burst of about rate/HZ is not modelled).
+		Shaper: "serial",
+		// A full UDP send buffer blocks the writer.
+		SendMode: "block",
+		// UDP buffer requests capped by rmem_max / wmem_max (212 992).
+		SockBufMax: 212992,
+		// Linux cells: subscribe at 10 s, publish at 30 s: 20 s after
+		// subscribing.
+		MeshWait: "fixed", Settle: 20,
+	},
+}
+
+// ProfileNames lists the built-in profiles.
+func ProfileNames() []string {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// LookupProfile returns a built-in profile by name.
+func LookupProfile(name string) (Profile, error) {
+	p, ok := profiles[name]
+	if !ok {
+		return Profile{}, fmt.Errorf("unknown profile %q; valid: %s", name, strings.Join(ProfileNames(), ", "))
+	}
+	return p, nil
+}
+
+// knob is one named, settable field of a Profile.
+type knob struct {
+	name, help string
+	get        func(*Profile) string
+	set        func(*Profile, string) error
+}
+
+func stringKnob(name, help string, f func(*Profile) *string, valid ...string) knob {
+	return knob{name, help,
+		func(p *Profile) string { return *f(p) },
+		func(p *Profile, v string) error {
+			if len(valid) > 0 && !slices.Contains(valid, v) {
+				return fmt.Errorf("knob %s=%q: valid values: %s", name, v, strings.Join(valid, ", "))
+			}
+			*f(p) = v
+			return nil
+		}}
+}
+
+func intKnob(name, help string, f func(*Profile) *int) knob {
+	return knob{name, help,
+		func(p *Profile) string { return strconv.Itoa(*f(p)) },
+		func(p *Profile, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("knob %s=%q: want a non-negative integer", name, v)
+			}
+			*f(p) = n
+			return nil
+		}}
+}
+
+var knobs = []knob{
+	stringKnob("uplink-qdisc", "queue discipline of every uplink (a queues spec)", func(p *Profile) *string { return &p.UpQdisc }),
+	stringKnob("downlink-qdisc", "queue discipline of every downlink (a queues spec)", func(p *Profile) *string { return &p.DownQdisc }),
+	stringKnob("shaper", "serial (one-MTU burst) or shadow (1 ms refill)", func(p *Profile) *string { return &p.Shaper }, "serial", "shadow"),
+	stringKnob("send-mode", "never-block or block on a full send buffer", func(p *Profile) *string { return &p.SendMode }, "never-block", "block"),
+	intKnob("recv-slots", "datagrams a receive buffer holds (0: bytes only)", func(p *Profile) *int { return &p.RecvSlots }),
+	{"recv-block", "a full receive buffer blocks the downlink (true) or drops (false)",
+		func(p *Profile) string { return strconv.FormatBool(p.RecvBlock) },
+		func(p *Profile, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("knob recv-block=%q: want true or false", v)
+			}
+			p.RecvBlock = b
+			return nil
+		}},
+	intKnob("sockbuf-max", "cap on socket buffer requests before doubling (0: none)", func(p *Profile) *int { return &p.SockBufMax }),
+	stringKnob("mesh-wait", "stable (wait for every mesh within [Dlo, Dhi]) or fixed", func(p *Profile) *string { return &p.MeshWait }, "stable", "fixed"),
+	{"settle", "seconds from subscribing to publishing (or to the first mesh check)",
+		func(p *Profile) string { return strconv.FormatFloat(p.Settle, 'g', -1, 64) },
+		func(p *Profile, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 {
+				return fmt.Errorf("knob settle=%q: want non-negative seconds", v)
+			}
+			p.Settle = f
+			return nil
+		}},
+}
+
+// KnobNames lists the profile knobs with their help, for --help.
+func KnobNames() []string {
+	out := make([]string, len(knobs))
+	for i, k := range knobs {
+		out[i] = k.name + ": " + k.help
+	}
+	return out
+}
+
+// Set overrides one knob by name.
+func (p *Profile) Set(name, value string) error {
+	for _, k := range knobs {
+		if k.name == name {
+			return k.set(p, value)
+		}
+	}
+	names := make([]string, len(knobs))
+	for i, k := range knobs {
+		names[i] = k.name
+	}
+	return fmt.Errorf("unknown knob %q; valid: %s", name, strings.Join(names, ", "))
+}
+
+// Knobs returns every knob's value, for records.
+func (p *Profile) Knobs() map[string]string {
+	m := make(map[string]string, len(knobs))
+	for _, k := range knobs {
+		m[k.name] = k.get(p)
+	}
+	return m
+}
+
+func (p *Profile) sendMode() netmodel.SendMode {
+	if p.SendMode == "block" {
+		return netmodel.BlockWhenFull
+	}
+	return netmodel.NeverBlock
+}
+
+func (p *Profile) shaper(rate int64) netmodel.ShaperConfig {
+	if p.Shaper == "shadow" {
+		return netmodel.ShadowBucket(rate)
+	}
+	return netmodel.OneMTUBurst(rate)
+}

@@ -1,0 +1,125 @@
+package cell
+
+import (
+	"math"
+	"slices"
+)
+
+// Quantile applies the study's rule to the completion times (seconds from
+// the publish) of the N−1 receivers, with +Inf for a receiver that never
+// completed: sort, take the element at index ceil(p × (N−1)) − 1. A
+// quantile that falls on a censored receiver is censored: ok is false.
+func Quantile(times []float64, p float64) (v float64, ok bool) {
+	if len(times) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(times)
+	slices.Sort(s)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	i = min(max(i, 0), len(s)-1)
+	if math.IsInf(s[i], 1) {
+		return 0, false
+	}
+	return s[i], true
+}
+
+// NodeRow is one node's view of a cell run (--per-node).
+type NodeRow struct {
+	Index       int      `json:"index"`
+	Completed   bool     `json:"completed"`
+	TimeS       *float64 `json:"time_s"`
+	Dups        int      `json:"dups"`
+	MeshPublish int      `json:"mesh_at_publish"`
+	MeshEnd     int      `json:"mesh_at_end"`
+	DataRx      int64    `json:"data_rx_bytes"`
+	DataTx      int64    `json:"data_tx_bytes"`
+	CtrlRx      int64    `json:"ctrl_rx_bytes"`
+	CtrlTx      int64    `json:"ctrl_tx_bytes"`
+	PktRx       uint64   `json:"packets_rx"`
+	PktTx       uint64   `json:"packets_tx"`
+	WireRx      uint64   `json:"wire_rx_bytes"`
+	WireTx      uint64   `json:"wire_tx_bytes"`
+	IHaveTx     int      `json:"ihave_tx"`
+	IHaveRx     int      `json:"ihave_rx"`
+	IWantTx     int      `json:"iwant_tx"`
+	IWantRx     int      `json:"iwant_rx"`
+	IDontWantTx int      `json:"idontwant_tx"`
+	IDontWantRx int      `json:"idontwant_rx"`
+}
+
+// Phases are wall seconds spent in each phase of a cell run.
+type Phases struct {
+	Hosts    float64 `json:"hosts_s"`
+	Dial     float64 `json:"dial_s"`
+	Mesh     float64 `json:"mesh_s"`
+	Delivery float64 `json:"delivery_s"`
+	Teardown float64 `json:"teardown_s"`
+}
+
+// Record is one cell run, with the harness record's fields
+// (study-model.md, "Records") and what uplink adds: the profile and every
+// knob, the transport, the version, wall time, phases and counts.
+type Record struct {
+	Arm          string   `json:"arm"`
+	Seed         uint64   `json:"seed"`
+	Net          string   `json:"net"`
+	Pay          string   `json:"pay"`
+	NSize        int      `json:"nsize"`
+	PayloadBytes int      `json:"payload_bytes"`
+	N            int      `json:"n"`
+	Degree       int      `json:"degree"`
+	Completed    int      `json:"completed"`
+	Total        int      `json:"total"`
+	LastS        *float64 `json:"last_s"`
+	P50S         *float64 `json:"p50_s"`
+	P90S         *float64 `json:"p90_s"`
+	P99S         *float64 `json:"p99_s"`
+	DeadlineS    float64  `json:"deadline_s"`
+	RateK        int      `json:"rate_k"`
+	RateN        int      `json:"rate_n"`
+	Dups         int      `json:"dups"`
+	IdwTx        int      `json:"idw_tx"`
+	PubBytes     uint64   `json:"publisher_bytes"`
+	RxNodeBytes  float64  `json:"rx_node_bytes"`
+	CtrlRxNode   float64  `json:"ctrl_rx_node_bytes"`
+	WallS        float64  `json:"wall_s"`
+	MaxRSSKB     int64    `json:"max_rss_kb"`
+
+	Profile    string            `json:"profile"`
+	Knobs      map[string]string `json:"knobs"`
+	Gossip     map[string]string `json:"gossip"`
+	Transport  string            `json:"transport"`
+	Latency    string            `json:"latency"`
+	WindowS    float64           `json:"window_s"`
+	Version    string            `json:"version"`
+	MeshStable bool              `json:"mesh_stable"`
+	PublishAtS float64           `json:"publish_at_s"`
+	Phases     Phases            `json:"phases"`
+	SimPackets uint64            `json:"sim_packets"`
+	SimBytes   uint64            `json:"sim_bytes"`
+	Drops      map[string]uint64 `json:"drops"`
+	UsPerPkt   float64           `json:"wall_us_per_packet"`
+	Nodes      []NodeRow         `json:"nodes,omitempty"`
+}
+
+// fill computes the summary fields from the receivers' completion times.
+func (r *Record) fill(times []float64, deadline float64) {
+	r.Total = len(times)
+	r.DeadlineS = deadline
+	for _, t := range times {
+		if !math.IsInf(t, 1) {
+			r.Completed++
+			if t <= deadline {
+				r.RateK++
+			}
+		}
+	}
+	r.RateN = r.Total
+	q := func(p float64) *float64 {
+		if v, ok := Quantile(times, p); ok {
+			return &v
+		}
+		return nil
+	}
+	r.P50S, r.P90S, r.P99S, r.LastS = q(0.5), q(0.9), q(0.99), q(1)
+}
