@@ -98,8 +98,14 @@ type LinkConfig struct {
 }
 
 // NodeConfig configures a node's uplink (egress) and downlink (ingress).
+// UpHost, when set, puts a host queue in front of the uplink: packets go
+// through the host's qdisc and its line-rate shaper, then through the
+// access device's queue (Up) at the access rate, a chain neither Shadow
+// nor the harness can model. Socket send-buffer space comes back when a
+// packet leaves the host stage.
 type NodeConfig struct {
 	Up, Down LinkConfig
+	UpHost   *LinkConfig
 }
 
 // Network is a set of nodes on one simulation.
@@ -165,6 +171,16 @@ func (n *Network) AddNode(c NodeConfig) (*Node, error) {
 	if nd.up, err = n.newPath(nd, c.Up, nd.departUp); err != nil {
 		return nil, fmt.Errorf("node %d uplink: %w", nd.id, err)
 	}
+	nd.up.egress = true
+	nd.first = nd.up
+	if c.UpHost != nil {
+		if nd.host, err = n.newPath(nd, *c.UpHost, nd.departHost); err != nil {
+			return nil, fmt.Errorf("node %d host queue: %w", nd.id, err)
+		}
+		nd.host.egress = true
+		nd.first = nd.host
+	}
+	nd.first.freesSndbuf = true
 	if nd.down, err = n.newPath(nd, c.Down, nd.deliver); err != nil {
 		return nil, fmt.Errorf("node %d downlink: %w", nd.id, err)
 	}
@@ -221,6 +237,8 @@ type Node struct {
 	net      *Network
 	id       int
 	up, down *Path
+	host     *Path // the host stage in front of up, or nil
+	first    *Path // where sockets enqueue: host if set, else up
 	socks    map[uint16]*Socket
 	nextPort uint16
 	unbound  map[uint8]func(p *Packet, now des.Time) // see HandleUnbound
@@ -233,9 +251,27 @@ func (nd *Node) ID() int { return nd.id }
 // Addr is the node's IPv4 address.
 func (nd *Node) Addr() netip.Addr { return NodeAddr(nd.id) }
 
-// Up and Down are the node's egress and ingress paths.
+// Up and Down are the node's access uplink and downlink.
 func (nd *Node) Up() *Path   { return nd.up }
 func (nd *Node) Down() *Path { return nd.down }
+
+// Host is the host queue stage in front of the uplink, or nil.
+func (nd *Node) Host() *Path { return nd.host }
+
+// departHost runs when a packet has left the host stage: the socket gets
+// its send-buffer space back and the packet joins the access queue.
+func (nd *Node) departHost(p *Packet, now des.Time) bool {
+	nd.net.sndbufFreed(p)
+	nd.up.enqueue(p, now)
+	return true
+}
+
+// sndbufFreed returns p's send-buffer space to its socket.
+func (n *Network) sndbufFreed(p *Packet) {
+	if int(p.Flow.Sock) < len(n.socks) {
+		n.socks[p.Flow.Sock].sent(p.Len)
+	}
+}
 
 func (nd *Node) drop(p *Packet, r DropReason) {
 	nd.Counters.Drops[r]++
@@ -247,8 +283,8 @@ func (nd *Node) drop(p *Packet, r DropReason) {
 // one-way trip.
 func (nd *Node) departUp(p *Packet, now des.Time) bool {
 	n := nd.net
-	if int(p.Flow.Sock) < len(n.socks) {
-		n.socks[p.Flow.Sock].sent(p.Len)
+	if nd.host == nil {
+		n.sndbufFreed(p)
 	}
 	nd.Counters.SentPackets++
 	nd.Counters.SentBytes += uint64(p.Len)

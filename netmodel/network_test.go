@@ -373,3 +373,54 @@ func TestSockBufMax(t *testing.T) {
 		t.Fatalf("buffers %d / %d, want 425984 (capped, doubled) and 4096 (floor)", s.RecvBuffer(), s.SendBuffer())
 	}
 }
+
+// TestHostQueueChain: a host queue drained at a 1 Gbit/s line rate in
+// front of an 8 Mbit/s access queue. Send-buffer space comes back when a
+// packet leaves the host (8 µs per 1 000 bytes), so a blocking sender with
+// a 5 000-byte buffer pushes 20 packets in well under a millisecond and the
+// backlog builds in the access queue, which drains at 1 ms per packet.
+func TestHostQueueChain(t *testing.T) {
+	sim := des.NewSim()
+	n, err := New(sim, Config{Latency: FixedLatency(des.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	access, _ := queues.NewFIFO(100, 0)
+	host, _ := queues.NewFIFO(0, 0)
+	if _, err := n.AddNode(NodeConfig{
+		Up:     LinkConfig{Qdisc: access, Shaper: OneMTUBurst(8e6)},
+		UpHost: &LinkConfig{Qdisc: host, Shaper: OneMTUBurst(1e9)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n.AddNode(NodeConfig{})
+	tx, _ := n.Node(0).Bind(ProtoUDP, 1, BlockWhenFull)
+	rx, _ := n.Node(1).Bind(ProtoUDP, 1, NeverBlock)
+	rx.SetRecvBuffer(1 << 20)
+	got := drainOnRead(sim, rx)
+	tx.SetSendBuffer(2500)
+	payload := make([]byte, 1000-IPv4Header-UDPHeader)
+	sent := 0
+	var lastSend des.Time
+	var send func()
+	send = func() {
+		for sent < 20 && tx.Send(1, 1, payload, sim.Now()) == nil {
+			sent++
+			lastSend = sim.Now()
+		}
+	}
+	tx.OnWritable = send
+	send()
+	sim.Run()
+	if sent != 20 || lastSend > 200*des.Microsecond {
+		t.Fatalf("sent %d, the last at %v; want 20 within 200µs (host drains at line rate)", sent, lastSend)
+	}
+	if access.Stats().MaxLen < 14 {
+		t.Fatalf("access queue peaked at %d packets; the backlog should build there", access.Stats().MaxLen)
+	}
+	// The last packet leaves the access link at 20 ms (plus the first
+	// packet's 8 µs in the host) and arrives 1 ms later.
+	if len(*got) != 20 || (*got)[19] != 21*des.Millisecond+8*des.Microsecond {
+		t.Fatalf("received %d, last at %v; want 20, at 21.008ms", len(*got), (*got)[len(*got)-1])
+	}
+}

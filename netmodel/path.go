@@ -12,14 +12,18 @@ import (
 // is how a NIC pulls from a Linux qdisc, so sojourn times and dequeue-time
 // AQM decisions happen at the right instants.
 type Path struct {
-	net     *Network
-	node    *Node
-	q       queues.Qdisc
-	shaper  *Shaper
-	inTx    *Packet
-	stalled bool // inTx could not be delivered: a full socket blocks the link
-	timer   *des.Timer
-	out     func(p *Packet, now des.Time) bool
+	net    *Network
+	node   *Node
+	q      queues.Qdisc
+	shaper *Shaper
+	inTx   *Packet
+	// egress: an uplink stage, whose departures reach real code no sooner
+	// than the minimum latency; freesSndbuf: the first egress stage, whose
+	// departures (and drops) return send-buffer space.
+	egress, freesSndbuf bool
+	stalled             bool // inTx could not be delivered: a full socket blocks the link
+	timer               *des.Timer
+	out                 func(p *Packet, now des.Time) bool
 }
 
 func (n *Network) newPath(nd *Node, c LinkConfig, out func(*Packet, des.Time) bool) (*Path, error) {
@@ -72,7 +76,7 @@ func (p *Path) next(now des.Time) {
 	// minimum latency later, unless it returns send-buffer space a blocked
 	// writer waits for.
 	class := des.Visible
-	if p == p.node.up && !p.net.blocking(pk) {
+	if p.egress && !(p.freesSndbuf && p.net.blocking(pk)) {
 		class = des.Hidden
 	}
 	p.timer.SetClass(class)
@@ -104,9 +108,8 @@ func (n *Network) blocking(pk *Packet) bool {
 // dropped handles a packet the queue discipline dropped: an egress drop
 // returns the socket's send-buffer space.
 func (p *Path) dropped(pk *Packet) {
-	n := p.net
-	if p == p.node.up && int(pk.Flow.Sock) < len(n.socks) {
-		n.socks[pk.Flow.Sock].sent(pk.Len)
+	if p.freesSndbuf {
+		p.net.sndbufFreed(pk)
 	}
 	p.node.drop(pk, DropQueue)
 }

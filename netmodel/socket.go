@@ -194,7 +194,7 @@ func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, o
 	p.Hdr, p.ECT = hdr, ect
 	s.sendSeq++
 	p.Seq = s.sendSeq
-	s.node.up.enqueue(p, now)
+	s.node.first.enqueue(p, now)
 	return nil
 }
 

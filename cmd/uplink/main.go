@@ -17,6 +17,7 @@ Usage:
   uplink <command> [flags]
 
 Commands:
+  run       gossipsub cells (the main job); a bare 'uplink run' runs a small default
   bulk      one transfer between two nodes over real quic-go
   version   print the version
 
@@ -36,6 +37,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], stdout, stderr)
+	case "cell":
+		err = cmdCell(args[1:], os.Stdin, stdout, stderr)
 	case "bulk":
 		err = cmdBulk(args[1:], stdout, stderr)
 	case "version", "--version":

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// cmdRun runs cells: every (profile, seed) pair in its own child process
+// (uplink cell), up to --jobs at once, appending each record to --out as
+// soon as it is done.
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("uplink run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	arm := fs.String("arm", "whole", "arm: whole")
+	nodes := fs.Int("nodes", 60, "number of nodes")
+	degree := fs.Int("degree", 20, "dial-graph degree (random connected regular graph)")
+	payloadS := fs.String("payload", "1MiB", "payload size")
+	netS := fs.String("net", "home", "scenario: "+strings.Join(netmodel.ScenarioNames(), ", "))
+	latency := fs.String("latency", "geo", "latency model: geo, fixed:50ms, uniform:20ms,100ms")
+	profilesS := fs.String("profile", "harness,shadow", "profiles, comma-separated, run side by side: "+strings.Join(cell.ProfileNames(), ", "))
+	transport := fs.String("transport", "quic", "transport: quic")
+	seedsS := fs.String("seeds", "7", "seeds: 7, 7-16 or 7,9,11")
+	out := fs.String("out", "", "append one JSON record per cell run to this file (JSON Lines)")
+	perNode := fs.Bool("per-node", false, "include per-node rows in the records")
+	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
+	windowS := fs.String("window", "8s", "observation window after the publish")
+	deadlineS := fs.String("deadline", "3s", "budget for rate@deadline")
+	knobs := fs.StringArray("knob", nil, "override a profile knob, name=value (repeatable); see --list-knobs")
+	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value: Dlazy, gossip-factor, history-gossip, gossip-retransmission, flood-publish")
+	upQ := fs.String("uplink-qdisc", "", "shorthand for --knob uplink-qdisc=SPEC")
+	downQ := fs.String("downlink-qdisc", "", "shorthand for --knob downlink-qdisc=SPEC")
+	topo := fs.String("topology", "", "replay a topology draw exported as JSON (replaces --nodes, --degree, --net, --latency)")
+	exportTopo := fs.String("export-topology", "", "write the first seed's topology draw as JSON to this file and exit")
+	listKnobs := fs.Bool("list-knobs", false, "list the profile knobs and exit")
+	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process (one core per cell is fastest; run cells in parallel with --jobs)")
+	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
+	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile into this folder")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if *listKnobs {
+		for _, k := range cell.KnobNames() {
+			fmt.Fprintln(stdout, k)
+		}
+		return nil
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("run: unexpected argument %q", fs.Arg(0))}
+	}
+	seeds, err := parseSeeds(*seedsS)
+	if err != nil {
+		return usageError{fmt.Errorf("--seeds: %w", err)}
+	}
+	payload, err := parseSize(*payloadS)
+	if err != nil || payload < 1 || payload > 1<<30 {
+		return usageError{fmt.Errorf("--payload %q: want a size from 1 byte to 1 GiB, such as 1MiB", *payloadS)}
+	}
+	window, err := parseDuration(*windowS)
+	if err != nil || window <= 0 {
+		return usageError{fmt.Errorf("--window %q: want a positive duration such as 8s", *windowS)}
+	}
+	deadline, err := parseDuration(*deadlineS)
+	if err != nil || deadline <= 0 {
+		return usageError{fmt.Errorf("--deadline %q: want a positive duration such as 3s", *deadlineS)}
+	}
+	if *jobs < 1 {
+		return usageError{fmt.Errorf("--jobs %d: must be at least 1", *jobs)}
+	}
+	base := cell.Config{
+		Arm: *arm, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
+		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: version,
+		Gossip: cell.StudyGossip(),
+	}
+	for _, kv := range *gossip {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usageError{fmt.Errorf("--gossip %q: want name=value", kv)}
+		}
+		if err := base.Gossip.Set(k, v); err != nil {
+			return usageError{fmt.Errorf("--gossip: %w", err)}
+		}
+	}
+	if *topo != "" {
+		f, err := os.Open(*topo)
+		if err != nil {
+			return usageError{fmt.Errorf("--topology: %w", err)}
+		}
+		d, err := netmodel.ReadDraw(f)
+		f.Close()
+		if err != nil {
+			return usageError{fmt.Errorf("--topology %s: %w", *topo, err)}
+		}
+		base.Topology = d
+	} else {
+		// Check the topology parameters here, with the flag names.
+		if _, err := netmodel.NewDraw(*nodes, *degree, seeds[0], *latency, *netS); err != nil {
+			return usageError{fmt.Errorf("--nodes %d --degree %d --net %s --latency %s: %w", *nodes, *degree, *netS, *latency, err)}
+		}
+	}
+	if *exportTopo != "" {
+		d := base.Topology
+		if d == nil {
+			if d, err = netmodel.NewDraw(*nodes, *degree, seeds[0], *latency, *netS); err != nil {
+				return err
+			}
+		}
+		f, err := os.Create(*exportTopo)
+		if err != nil {
+			return fmt.Errorf("--export-topology: %w", err)
+		}
+		if err := d.WriteJSON(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--export-topology: %w", err)
+		}
+		return f.Close()
+	}
+	var jobsList []cell.Config
+	for _, name := range strings.Split(*profilesS, ",") {
+		p, err := cell.LookupProfile(strings.TrimSpace(name))
+		if err != nil {
+			return usageError{fmt.Errorf("--profile: %w", err)}
+		}
+		overrides := slices.Clone(*knobs)
+		if *upQ != "" {
+			overrides = append(overrides, "uplink-qdisc="+*upQ)
+		}
+		if *downQ != "" {
+			overrides = append(overrides, "downlink-qdisc="+*downQ)
+		}
+		for _, kv := range overrides {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return usageError{fmt.Errorf("--knob %q: want name=value", kv)}
+			}
+			if err := p.Set(k, v); err != nil {
+				return usageError{fmt.Errorf("--knob: %w", err)}
+			}
+		}
+		for _, s := range seeds {
+			c := base
+			c.Profile, c.Seed = p, s
+			jobsList = append(jobsList, c)
+		}
+	}
+	if *procs < 1 {
+		return usageError{fmt.Errorf("--gomaxprocs %d: must be at least 1", *procs)}
+	}
+	if *profDir != "" {
+		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	env := append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", *procs), fmt.Sprintf("GOGC=%d", *gogc))
+	return runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir}, stdout, stderr)
+}
+
+// parseSeeds reads "7", "7-16" or "7,9,11".
+func parseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want seeds such as 7, 7-16 or 7,9,11", s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a || b-a > 10000 {
+				return nil, fmt.Errorf("%q: a range must read lo-hi with lo <= hi", part)
+			}
+		}
+		for x := a; x <= b; x++ {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+type runOpts struct {
+	jobs    int
+	out     string
+	env     []string
+	profDir string
+}
+
+// runCells runs the cells in child processes and reports.
+func runCells(cfgs []cell.Config, o runOpts, stdout, stderr io.Writer) error {
+	jobs, outPath := o.jobs, o.out
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("run: finding the uplink binary to run cells: %w", err)
+	}
+	var outFile *os.File
+	if outPath != "" {
+		if outFile, err = os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		defer outFile.Close()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	type result struct {
+		i   int
+		rec *cell.Record
+		err error
+	}
+	results := make(chan result)
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // stderr lines
+	go func() {
+		for i, c := range cfgs {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				wg.Wait()
+				close(results)
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				var args []string
+				if o.profDir != "" {
+					args = []string{"--cpuprofile", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%d.prof", c.Profile.Name, c.Seed))}
+				}
+				rec, err := runChild(ctx, self, c, o.env, args, func(line string) {
+					mu.Lock()
+					fmt.Fprintf(stderr, "[%s seed %d] %s\n", c.Profile.Name, c.Seed, line)
+					mu.Unlock()
+				})
+				results <- result{i, rec, err}
+			}()
+		}
+		wg.Wait()
+		close(results)
+	}()
+	recs := make([]*cell.Record, len(cfgs))
+	var failures []string
+	done := 0
+	for r := range results {
+		done++
+		if r.err != nil {
+			failures = append(failures, fmt.Sprintf("%s seed %d: %v", cfgs[r.i].Profile.Name, cfgs[r.i].Seed, r.err))
+			continue
+		}
+		recs[r.i] = r.rec
+		if outFile != nil {
+			b, _ := json.Marshal(r.rec)
+			if _, err := outFile.Write(append(b, '\n')); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+		}
+		el := time.Since(start)
+		eta := time.Duration(float64(el) / float64(done) * float64(len(cfgs)-done))
+		mu.Lock()
+		fmt.Fprintf(stderr, "done %d/%d cells (%s seed %d: p50 %s, wall %.1f s); elapsed %s, ETA %s\n",
+			done, len(cfgs), r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second))
+		mu.Unlock()
+	}
+	printTable(stdout, recs)
+	if ctx.Err() != nil {
+		return errors.New("run: interrupted; the records written so far are complete")
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("run: %d of %d cells failed:\n  %s", len(failures), len(cfgs), strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+// runChild runs one cell in a child process and returns its record with the
+// child's peak RSS.
+func runChild(ctx context.Context, self string, c cell.Config, env, args []string, progress func(string)) (*cell.Record, error) {
+	in, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the cell: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, self, append([]string{"cell"}, args...)...)
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(in)
+	var outBuf bytes.Buffer
+	cmd.Stdout = &outBuf
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s cell: %w", self, err)
+	}
+	var tail []string
+	sc := bufio.NewScanner(errPipe)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		progress(sc.Text())
+		tail = append(tail, sc.Text())
+		if len(tail) > 20 {
+			tail = tail[1:]
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("%v; last lines:\n%s", err, strings.Join(tail, "\n"))
+	}
+	var rec cell.Record
+	if err := json.Unmarshal(outBuf.Bytes(), &rec); err != nil {
+		return nil, fmt.Errorf("reading the cell's record: %w", err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rec.MaxRSSKB = ru.Maxrss
+	}
+	return &rec, nil
+}
+
+// cmdCell runs one cell given as JSON on stdin and writes its record as
+// JSON to stdout: the child side of uplink run.
+func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("uplink cell", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{errors.New("cell: takes a JSON cell configuration on standard input (it is run by uplink run)")}
+	}
+	if *cpuprofile != "" {
+		// Started outside the bubble, or its writer would stall virtual time.
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var c cell.Config
+	if err := json.NewDecoder(stdin).Decode(&c); err != nil {
+		return fmt.Errorf("cell: reading the configuration: %w", err)
+	}
+	c.Progress = stderr
+	var rec *cell.Record
+	err := des.RunInBubble(func(*testing.T) error {
+		var err error
+		rec, err = cell.Run(c)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(rec)
+}
+
+func fmtS(v *float64) string {
+	if v == nil {
+		return "cens."
+	}
+	return fmt.Sprintf("%.3f", *v)
+}
+
+// medianOf is the median of per-seed values, censored values sorting last;
+// an even count averages the middle two; a median touching a censored
+// value is censored.
+func medianOf(vs []*float64) *float64 {
+	if len(vs) == 0 {
+		return nil
+	}
+	x := make([]float64, len(vs))
+	for i, v := range vs {
+		if v == nil {
+			x[i] = math.Inf(1)
+		} else {
+			x[i] = *v
+		}
+	}
+	sort.Float64s(x)
+	m := x[len(x)/2]
+	if len(x)%2 == 0 {
+		m = (x[len(x)/2-1] + x[len(x)/2]) / 2
+	}
+	if math.IsInf(m, 1) || math.IsNaN(m) {
+		return nil
+	}
+	return &m
+}
+
+func printTable(w io.Writer, recs []*cell.Record) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "profile\tseed\tp50 s\tp90 s\tp99 s\tlast s\trate@3s\tdups\tpub MiB\twall s\tRSS MiB\t")
+	byProfile := map[string][]*cell.Record{}
+	var order []string
+	for _, r := range recs {
+		if r == nil {
+			continue
+		}
+		if _, ok := byProfile[r.Profile]; !ok {
+			order = append(order, r.Profile)
+		}
+		byProfile[r.Profile] = append(byProfile[r.Profile], r)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.0f\t\n", r.Profile, r.Seed,
+			fmtS(r.P50S), fmtS(r.P90S), fmtS(r.P99S), fmtS(r.LastS), r.RateK, r.RateN, r.Dups,
+			float64(r.PubBytes)/(1<<20), r.WallS, float64(r.MaxRSSKB)/1024)
+	}
+	tw.Flush()
+	if len(order) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nmedians across seeds:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "profile\tseeds\tp50 s\tp90 s\tp99 s\tlast s\t")
+	for _, name := range order {
+		rs := byProfile[name]
+		col := func(f func(*cell.Record) *float64) string {
+			vs := make([]*float64, len(rs))
+			for i, r := range rs {
+				vs[i] = f(r)
+			}
+			return fmtS(medianOf(vs))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", name, len(rs),
+			col(func(r *cell.Record) *float64 { return r.P50S }), col(func(r *cell.Record) *float64 { return r.P90S }),
+			col(func(r *cell.Record) *float64 { return r.P99S }), col(func(r *cell.Record) *float64 { return r.LastS }))
+	}
+	tw.Flush()
+}
