@@ -53,7 +53,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	deadlineS := fs.String("deadline", "3s", "budget for rate@deadline")
 	knobs := fs.StringArray("knob", nil, "override a profile knob, name=value (repeatable); see --list-knobs")
 	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value: Dlazy, gossip-factor, history-gossip, gossip-retransmission, flood-publish")
-	upQ := fs.String("uplink-qdisc", "", "shorthand for --knob uplink-qdisc=SPEC")
+	upQ := fs.String("uplink-qdisc", "", "shorthand for --knob uplink-qdisc=SPEC; a mix reads pie@30%;fq_codel")
+	qdiscFile := fs.String("qdisc-file", "", `per-node queue assignment, JSON: {"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}, "downlink": {...}}`)
 	downQ := fs.String("downlink-qdisc", "", "shorthand for --knob downlink-qdisc=SPEC")
 	topo := fs.String("topology", "", "replay a topology draw exported as JSON (replaces --nodes, --degree, --net, --latency)")
 	exportTopo := fs.String("export-topology", "", "write the first seed's topology draw as JSON to this file and exit")
@@ -107,6 +108,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		if err := base.Gossip.Set(k, v); err != nil {
 			return usageError{fmt.Errorf("--gossip: %w", err)}
+		}
+	}
+	if *qdiscFile != "" {
+		f, err := os.Open(*qdiscFile)
+		if err != nil {
+			return usageError{fmt.Errorf("--qdisc-file: %w", err)}
+		}
+		base.Qdiscs, err = cell.ReadNodeQdiscs(f)
+		f.Close()
+		if err != nil {
+			return usageError{fmt.Errorf("--qdisc-file %s: %w", *qdiscFile, err)}
 		}
 	}
 	if *topo != "" {

@@ -47,6 +47,9 @@ type Config struct {
 	// when it passes and records mesh_stable false.
 	MeshTimeout des.Time
 	Progress    io.Writer // phase lines; nil: none
+	// Qdiscs, when set, assigns queue disciplines per node (a file's
+	// content), over the profile's assignment.
+	Qdiscs *NodeQdiscs
 	// Topology, when set, replaces the drawn graph, rates and latencies (a
 	// replay of an exported draw).
 	Topology *netmodel.Draw
@@ -145,20 +148,41 @@ func Run(cfg Config) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cell: network: %w", err)
 	}
+	var upMap, downMap *QdiscMap
+	if cfg.Qdiscs != nil {
+		upMap, downMap = cfg.Qdiscs.Uplink, cfg.Qdiscs.Downlink
+	}
+	upSpecs, err := upMap.resolve(p.UpQdisc, n, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("cell: uplink-qdisc: %w", err)
+	}
+	downSpecs, err := downMap.resolve(p.DownQdisc, n, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("cell: downlink-qdisc: %w", err)
+	}
+	rec.UpQdiscs, rec.DownQdiscs = countSpecs(upSpecs), countSpecs(downSpecs)
 	streams := des.NewStreams(cfg.Seed)
 	for i := range n {
-		up, err := queues.New(p.UpQdisc, streams.Stream(fmt.Sprintf("qdisc/up/%d", i)))
+		up, err := queues.New(upSpecs[i], streams.Stream(fmt.Sprintf("qdisc/up/%d", i)))
 		if err != nil {
-			return nil, fmt.Errorf("cell: uplink-qdisc: %w", err)
+			return nil, fmt.Errorf("cell: node %d uplink-qdisc: %w", i, err)
 		}
-		down, err := queues.New(p.DownQdisc, streams.Stream(fmt.Sprintf("qdisc/down/%d", i)))
+		down, err := queues.New(downSpecs[i], streams.Stream(fmt.Sprintf("qdisc/down/%d", i)))
 		if err != nil {
-			return nil, fmt.Errorf("cell: downlink-qdisc: %w", err)
+			return nil, fmt.Errorf("cell: node %d downlink-qdisc: %w", i, err)
 		}
-		if _, err := nw.AddNode(netmodel.NodeConfig{
+		nc := netmodel.NodeConfig{
 			Up:   netmodel.LinkConfig{Qdisc: up, Shaper: p.shaper(draw.Up[i])},
 			Down: netmodel.LinkConfig{Qdisc: down, Shaper: p.shaper(draw.Down[i])},
-		}); err != nil {
+		}
+		if p.HostQdisc != "" {
+			hq, err := queues.New(p.HostQdisc, streams.Stream(fmt.Sprintf("qdisc/host/%d", i)))
+			if err != nil {
+				return nil, fmt.Errorf("cell: host-qdisc: %w", err)
+			}
+			nc.UpHost = &netmodel.LinkConfig{Qdisc: hq, Shaper: netmodel.OneMTUBurst(p.HostRate)}
+		}
+		if _, err := nw.AddNode(nc); err != nil {
 			return nil, fmt.Errorf("cell: %w", err)
 		}
 	}
@@ -342,6 +366,15 @@ func Run(cfg Config) (*Record, error) {
 	rec.Phases.Teardown = (des.WallNow() - w4).Seconds()
 	rec.WallS = (des.WallNow() - w0).Seconds()
 	return rec, nil
+}
+
+// countSpecs counts nodes per queue spec, for records.
+func countSpecs(specs []string) map[string]int {
+	m := map[string]int{}
+	for _, s := range specs {
+		m[s]++
+	}
+	return m
 }
 
 func stableWord(ok bool) string {

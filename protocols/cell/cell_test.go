@@ -80,3 +80,40 @@ func TestSmallWholeMessageCell(t *testing.T) {
 		})
 	}
 }
+
+func TestAssignQdiscs(t *testing.T) {
+	specs, err := AssignQdiscs("pie@30%;fq_codel", 100, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, s := range specs {
+		n[s]++
+	}
+	if n["pie"] != 30 || n["fq_codel"] != 70 {
+		t.Fatalf("counts %v, want 30 pie and 70 fq_codel", n)
+	}
+	again, _ := AssignQdiscs("pie@30%;fq_codel", 100, 7)
+	other, _ := AssignQdiscs("pie@30%;fq_codel", 100, 8)
+	same, diff := true, false
+	for i := range specs {
+		same = same && specs[i] == again[i]
+		diff = diff || specs[i] != other[i]
+	}
+	if !same || !diff {
+		t.Fatalf("assignment deterministic %v, seed-dependent %v", same, diff)
+	}
+	for _, bad := range []string{"pie@30%;fq_codel@80%", "pie;fq_codel", "pie@x;fifo", "pie@30%"} {
+		if _, err := AssignQdiscs(bad, 10, 1); err == nil {
+			t.Errorf("mix %q should be rejected", bad)
+		}
+	}
+	m := &QdiscMap{Default: "fq_codel", Nodes: map[string]string{"3": "pie"}}
+	got, err := m.resolve("pfifo", 5, 1)
+	if err != nil || got[3] != "pie" || got[0] != "fq_codel" {
+		t.Fatalf("resolve: %v, %v", got, err)
+	}
+	if _, err := (&QdiscMap{Nodes: map[string]string{"9": "pie"}}).resolve("fifo", 5, 1); err == nil {
+		t.Fatal("an out-of-range node should be rejected")
+	}
+}

@@ -15,8 +15,12 @@ import (
 // record lists its value.
 type Profile struct {
 	Name      string
-	UpQdisc   string // queue discipline spec of every uplink (queues.New)
-	DownQdisc string // queue discipline spec of every downlink
+	UpQdisc   string // uplink queue assignment: a queues spec, or a mix (AssignQdiscs)
+	DownQdisc string // downlink queue assignment
+	// HostQdisc, when set, puts a host queue (drained at HostRate) in front
+	// of every uplink's access queue; "" for none (every backend's model).
+	HostQdisc string
+	HostRate  int64  // bit/s of the host stage's line
 	Shaper    string // "serial": continuous, one-MTU burst; "shadow": 1 ms refill, rate/1000 + 1 500 bytes
 	SendMode  string // "never-block" or "block" (writes wait on a full send buffer)
 	RecvSlots int    // datagrams a receive buffer holds (0: bytes only)
@@ -51,6 +55,7 @@ var profiles = map[string]Profile{
 		// study-model.md: 2.5 s after subscribing, then until every mesh
 		// is within [Dlo, Dhi].
 		MeshWait: "stable", Settle: 2.5,
+		HostRate: 1e9,
 	},
 	// Shadow 3.x.
 	"shadow": {
@@ -70,6 +75,7 @@ var profiles = map[string]Profile{
 		// Shadow cells use fixed instants: publish at 60 s after start;
 		// the settle time here is counted from subscribing.
 		MeshWait: "fixed", Settle: 10,
+		HostRate: 1e9,
 	},
 	// Linux network namespaces (report Appendix C).
 	"kernel": {
@@ -88,6 +94,7 @@ var profiles = map[string]Profile{
 		// Linux cells: subscribe at 10 s, publish at 30 s: 20 s after
 		// subscribing.
 		MeshWait: "fixed", Settle: 20,
+		HostRate: 1e9,
 	},
 }
 
@@ -145,6 +152,17 @@ func intKnob(name, help string, f func(*Profile) *int) knob {
 var knobs = []knob{
 	stringKnob("uplink-qdisc", "queue discipline of every uplink (a queues spec)", func(p *Profile) *string { return &p.UpQdisc }),
 	stringKnob("downlink-qdisc", "queue discipline of every downlink (a queues spec)", func(p *Profile) *string { return &p.DownQdisc }),
+	stringKnob("host-qdisc", "host queue in front of every uplink, drained at host-rate (empty: none)", func(p *Profile) *string { return &p.HostQdisc }),
+	{"host-rate", "line rate of the host queue stage, bit/s",
+		func(p *Profile) string { return strconv.FormatInt(p.HostRate, 10) },
+		func(p *Profile, v string) error {
+			r, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || r <= 0 {
+				return fmt.Errorf("knob host-rate=%q: want a positive bit/s integer such as 1000000000", v)
+			}
+			p.HostRate = r
+			return nil
+		}},
 	stringKnob("shaper", "serial (one-MTU burst) or shadow (1 ms refill)", func(p *Profile) *string { return &p.Shaper }, "serial", "shadow"),
 	stringKnob("send-mode", "never-block or block on a full send buffer", func(p *Profile) *string { return &p.SendMode }, "never-block", "block"),
 	intKnob("recv-slots", "datagrams a receive buffer holds (0: bytes only)", func(p *Profile) *int { return &p.RecvSlots }),

@@ -87,6 +87,8 @@ type Record struct {
 
 	Profile    string            `json:"profile"`
 	Knobs      map[string]string `json:"knobs"`
+	UpQdiscs   map[string]int    `json:"uplink_qdiscs"`
+	DownQdiscs map[string]int    `json:"downlink_qdiscs"`
 	Gossip     map[string]string `json:"gossip"`
 	Transport  string            `json:"transport"`
 	Latency    string            `json:"latency"`
