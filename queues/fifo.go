@@ -34,11 +34,39 @@ func NewFIFO(packetLimit, byteLimit int) (*FIFO, error) {
 	return &FIFO{packetLimit: packetLimit, byteLimit: byteLimit}, nil
 }
 
-// Enqueue appends p unless a limit would be exceeded (tail drop).
+// NewPfifo returns Linux's pfifo (net/sched/sch_fifo.c): tail drop once the
+// queue holds limit packets. The limit must be at least 1; Linux's default
+// is DefaultPfifoLimit (txqueuelen).
+func NewPfifo(limit int) (*FIFO, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("pfifo: limit %d; the limit must be at least 1 packet (default %d; use an unlimited fifo for no limit)", limit, DefaultPfifoLimit)
+	}
+	return &FIFO{packetLimit: limit}, nil
+}
+
+// NewBfifo returns Linux's bfifo (net/sched/sch_fifo.c): a packet is
+// dropped if the byte backlog plus its length would exceed limit. The limit
+// must be at least 1 byte; Linux's default is DefaultBfifoLimit.
+func NewBfifo(limit int) (*FIFO, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("bfifo: limit %d; the limit must be at least 1 byte (default %d; use an unlimited fifo for no limit)", limit, DefaultBfifoLimit)
+	}
+	return &FIFO{byteLimit: limit}, nil
+}
+
+// NewUnlimitedFIFO returns a FIFO without limits. It is also Shadow's `fifo`
+// interface discipline (see NewShadowFIFO).
+func NewUnlimitedFIFO() *FIFO { return &FIFO{} }
+
+// Limits returns the packet and byte limits (0: none).
+func (q *FIFO) Limits() (packets, bytes int) { return q.packetLimit, q.byteLimit }
+
+// Enqueue appends p unless a limit would be exceeded (tail drop). A refused
+// packet is counted in Drops[DropOverlimit] and Refused, not in Enqueued.
 func (q *FIFO) Enqueue(p *Packet, now des.Time) bool {
 	if (q.packetLimit > 0 && q.n >= q.packetLimit) ||
 		(q.byteLimit > 0 && q.bytes+p.Len > q.byteLimit) {
-		q.dropped(p, DropOverlimit, now)
+		q.refused(p, DropOverlimit, now)
 		return false
 	}
 	q.accepted(p, now)

@@ -85,14 +85,31 @@ type Qdisc interface {
 }
 
 // Stats are the counters every discipline keeps.
+//
+// Enqueued counts packets accepted into the backlog; a packet dropped on
+// arrival without ever entering the backlog (tail drop at a limit, PIE's
+// early drop) is counted in Drops and in Refused, never in Enqueued. A
+// packet that was accepted and later dropped from the backlog (CoDel at
+// dequeue, FQ-CoDel's fat-flow batch, which may take the arriving packet
+// itself) is counted in Enqueued and in Drops, not in Refused. Hence, at
+// every instant between operations,
+//
+//	Enqueued      == Dequeued      + (Dropped()      - Refused)      + Len()
+//	EnqueuedBytes == DequeuedBytes + (DroppedBytes() - RefusedBytes) + Bytes()
+//
+// and the packets offered are Enqueued + Refused. CheckConservation tests
+// both identities. CE-marked packets are delivered, so CEMarks is not a drop.
 type Stats struct {
 	Enqueued, Dequeued           uint64 // packets
 	EnqueuedBytes, DequeuedBytes uint64
 	Drops                        [NumDropReasons]uint64
 	DropBytes                    [NumDropReasons]uint64
-	CEMarks                      uint64
-	MaxLen, MaxBytes             int // peak backlog
-	Sojourn                      Histogram
+	// Refused and RefusedBytes count the drops (already in Drops) of
+	// packets dropped on arrival that never entered the backlog.
+	Refused, RefusedBytes uint64
+	CEMarks               uint64
+	MaxLen, MaxBytes      int // peak backlog
+	Sojourn               Histogram
 }
 
 // Dropped is the number of packets dropped for any reason.
@@ -102,6 +119,51 @@ func (s *Stats) Dropped() uint64 {
 		n += d
 	}
 	return n
+}
+
+// DroppedBytes is the number of wire bytes dropped for any reason.
+func (s *Stats) DroppedBytes() uint64 {
+	var n uint64
+	for _, d := range s.DropBytes {
+		n += d
+	}
+	return n
+}
+
+// CheckConservation reports an error unless the counters balance against a
+// backlog of n packets and b bytes (the identities in the Stats comment).
+func (s *Stats) CheckConservation(n, b int) error {
+	dropped, droppedBytes := s.Dropped(), s.DroppedBytes()
+	if s.Refused > dropped || s.RefusedBytes > droppedBytes {
+		return fmt.Errorf("queues: refused %d packets (%d bytes) but dropped only %d (%d bytes)",
+			s.Refused, s.RefusedBytes, dropped, droppedBytes)
+	}
+	if n < 0 || b < 0 {
+		return fmt.Errorf("queues: negative backlog (%d packets, %d bytes)", n, b)
+	}
+	out := s.Dequeued + (dropped - s.Refused) + uint64(n)
+	outBytes := s.DequeuedBytes + (droppedBytes - s.RefusedBytes) + uint64(b)
+	if s.Enqueued != out || s.EnqueuedBytes != outBytes {
+		return fmt.Errorf("queues: not conserved: enqueued %d packets (%d bytes) but dequeued %d + dropped from backlog %d + backlog %d = %d (%d bytes)",
+			s.Enqueued, s.EnqueuedBytes, s.Dequeued, dropped-s.Refused, n, out, outBytes)
+	}
+	return nil
+}
+
+// Periodic is implemented by disciplines with a periodic timer (PIE and
+// FQ-PIE, whose drop probability Linux updates from a kernel timer every
+// tupdate). A discipline cannot schedule events, so it runs every update
+// due at or before now lazily, at the start of each Enqueue and Dequeue;
+// since nothing it reads changes between operations, the result equals a
+// timer firing at each update instant and ordered before operations at the
+// same instant. A network model that wants the updates at their exact
+// instants (to read the state between operations) calls Advance(NextUpdate())
+// from an event at that instant.
+type Periodic interface {
+	// NextUpdate is the instant of the next pending update.
+	NextUpdate() des.Time
+	// Advance runs every update due at or before now.
+	Advance(now des.Time)
 }
 
 // base carries the bookkeeping shared by disciplines: counters, backlog and
@@ -144,6 +206,25 @@ func (b *base) sent(p *Packet, now des.Time) {
 	b.stats.Dequeued++
 	b.stats.DequeuedBytes += uint64(p.Len)
 	b.stats.Sojourn.Add(now - p.Enqueued)
+}
+
+// refused counts the drop of p on arrival: it never entered the backlog.
+func (b *base) refused(p *Packet, r DropReason, now des.Time) {
+	b.stats.Refused++
+	b.stats.RefusedBytes += uint64(p.Len)
+	b.dropped(p, r, now)
+}
+
+// markCE sets CE on an ECN-capable packet (ECT, or already CE) and counts
+// the mark; it reports false, changing nothing, for a not-ECT packet. This
+// is INET_ECN_set_ce in Linux (include/net/inet_ecn.h).
+func (b *base) markCE(p *Packet) bool {
+	if !p.ECT && !p.CE {
+		return false
+	}
+	p.CE = true
+	b.stats.CEMarks++
+	return true
 }
 
 // dropped counts a drop and hands p to the hook. A packet dropped from the
@@ -229,3 +310,16 @@ func (h *Histogram) Quantile(q float64) des.Time {
 	}
 	return h.max
 }
+
+// Every discipline satisfies Qdisc; the periodic ones satisfy Periodic.
+var (
+	_ Qdisc    = (*FIFO)(nil)
+	_ Qdisc    = (*CoDel)(nil)
+	_ Qdisc    = (*FQCoDel)(nil)
+	_ Qdisc    = (*PIE)(nil)
+	_ Qdisc    = (*FQPIE)(nil)
+	_ Qdisc    = (*DRR)(nil)
+	_ Qdisc    = (*ShadowRR)(nil)
+	_ Periodic = (*PIE)(nil)
+	_ Periodic = (*FQPIE)(nil)
+)
