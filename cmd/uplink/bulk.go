@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +32,9 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	durS := fs.String("duration", "10s", "virtual time to send for (ignored with --bytes)")
 	sizeS := fs.String("bytes", "", "send exactly this many bytes instead (16MiB), checked by SHA-256")
 	seed := fs.Uint64("seed", 1, "seed of the random streams (loss)")
-	queueLimit := fs.Int("queue-limit", queues.DefaultPfifoLimit, "uplink pfifo limit in packets")
+	qdiscs := fs.StringArray("qdisc", nil, "queue discipline per direction and stage, DIR=SPEC (repeatable): up (every uplink; default pfifo:limit=1000), down (every downlink; default fifo), host (a host queue in front of every uplink, drained at --host-rate); SPEC as queues.New, e.g. pie, fq_codel:ecn=off, pfifo:limit=100")
+	hostRateS := fs.String("host-rate", "10Gbit", "line rate of the host queue stage")
+	flows := fs.Int("flows", 1, "parallel QUIC connections from node 0 to node 1")
 	block := fs.Bool("block-sends", false, "block socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS for the run (one simulation uses one core best)")
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
@@ -66,17 +70,38 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	} else if cfg.Duration <= 0 {
 		return usageError{errors.New("--duration must be positive (or give --bytes)")}
 	}
-	if *queueLimit < 1 {
-		return usageError{fmt.Errorf("--queue-limit %d: a pfifo needs a limit of at least 1 packet", *queueLimit)}
+	for _, kv := range *qdiscs {
+		dir, spec, ok := strings.Cut(kv, "=")
+		if !ok || spec == "" {
+			return usageError{fmt.Errorf("--qdisc %q: want DIR=SPEC with DIR up, down or host", kv)}
+		}
+		if _, err := queues.New(spec, rand.New(rand.NewPCG(1, 1))); err != nil {
+			return usageError{fmt.Errorf("--qdisc %s: %w", dir, err)}
+		}
+		switch dir {
+		case "up":
+			cfg.UpQdisc = spec
+		case "down":
+			cfg.DownQdisc = spec
+		case "host":
+			cfg.HostQdisc = spec
+		default:
+			return usageError{fmt.Errorf("--qdisc %q: unknown direction %q; valid: up, down, host", kv, dir)}
+		}
 	}
+	if cfg.HostRate, err = parseRate(*hostRateS); err != nil || cfg.HostRate <= 0 {
+		return usageError{fmt.Errorf("--host-rate %q: want a positive rate such as 10Gbit", *hostRateS)}
+	}
+	if *flows < 1 || *flows > 255 {
+		return usageError{fmt.Errorf("--flows %d: want 1 to 255", *flows)}
+	}
+	cfg.Flows = *flows
 	if *transport != "quic" {
 		return usageError{fmt.Errorf("--transport %q: valid transports are: quic", *transport)}
 	}
 	if *procs < 1 {
 		return usageError{fmt.Errorf("--gomaxprocs %d: must be at least 1", *procs)}
 	}
-	limit := *queueLimit
-	cfg.UpQdisc = func() (queues.Qdisc, error) { return queues.NewFIFO(limit, 0) }
 	if *block {
 		cfg.SendMode = netmodel.BlockWhenFull
 	}
@@ -101,7 +126,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(stderr, "bulk: %s, %s, RTT %v, loss %g, %s\n", cfg.Transport, *rateS, cfg.RTT, cfg.Loss, what(cfg))
+	fmt.Fprintf(stderr, "bulk: %s, %d flow(s), %s, RTT %v, loss %g, %s\n", cfg.Transport, cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
 	var res bulk.Result
 	start := time.Now()
 	err = des.RunInBubble(func(*testing.T) error {
@@ -116,6 +141,8 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	printBulk(stdout, cfg, res, wall)
 	return nil
 }
+
+func ms(t des.Time) float64 { return float64(t) / 1e6 }
 
 func what(cfg bulk.Config) string {
 	if cfg.Bytes > 0 {
@@ -132,10 +159,26 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 	if cfg.Bytes > 0 {
 		row("sha256", "%x", r.SHA256)
 	}
+	if len(r.FlowGoodput) > 1 {
+		parts := make([]string, len(r.FlowGoodput))
+		for i, g := range r.FlowGoodput {
+			parts[i] = fmt.Sprintf("%.2f", g/1e6)
+		}
+		row("per-flow goodput", "%s Mbit/s", strings.Join(parts, " / "))
+	}
 	row("quic packets sent", "%d", r.PacketsSent)
 	row("quic packets lost (retx)", "%d", r.PacketsLost)
 	row("network packets", "%d (%.1f MiB)", r.NetPackets, float64(r.NetBytes)/(1<<20))
 	row("drops: loss/queue/sockbuf", "%d / %d / %d", r.LossDrops, r.QueueDrops, r.SockDrops)
+	for _, q := range r.Queues {
+		st := &q.Stats
+		h := &st.Sojourn
+		row(q.Name+" queue", "%s", q.Spec)
+		row("  queue delay p50/p90/p99/max", "%.2f / %.2f / %.2f / %.2f ms (mean %.2f, %d packets)",
+			ms(h.Quantile(0.5)), ms(h.Quantile(0.9)), ms(h.Quantile(0.99)), ms(h.Max()), ms(h.Mean()), h.Count())
+		row("  drops overlimit/aqm/batch", "%d / %d / %d (CE marks %d, peak backlog %d packets)",
+			st.Drops[queues.DropOverlimit], st.Drops[queues.DropAQM], st.Drops[queues.DropBatch], st.CEMarks, st.MaxLen)
+	}
 	row("model events", "%d (%d core wake-ups)", r.Events, r.CoreWakes)
 	row("wall time", "%.3f s", wall.Seconds())
 	row("simulated MiB per wall s", "%.1f", float64(r.NetBytes)/(1<<20)/wall.Seconds())

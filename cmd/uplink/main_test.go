@@ -85,7 +85,10 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"bulk", "--rate", "fast"}, "--rate"},
 		{[]string{"bulk", "--loss", "150%"}, "--loss"},
-		{[]string{"bulk", "--queue-limit", "0"}, "at least 1 packet"},
+		{[]string{"bulk", "--qdisc", "up=pfifo:limit=0"}, "at least 1 packet"},
+		{[]string{"bulk", "--qdisc", "sideways=pie"}, "unknown direction"},
+		{[]string{"bulk", "--qdisc", "up=wred"}, "unknown discipline"},
+		{[]string{"bulk", "--flows", "0"}, "--flows"},
 		{[]string{"bulk", "--transport", "sctp"}, "valid transports"},
 		{[]string{"bulk", "--bytes", "-5"}, "--bytes"},
 		{[]string{"frobnicate"}, "unknown command"},

@@ -1,6 +1,6 @@
-// Package bulk runs one bulk transfer between two nodes: the simplest job
-// that exercises the whole path from a real transport's socket write to its
-// socket read.
+// Package bulk runs bulk transfers between two nodes: the simplest job that
+// exercises the whole path from a real transport's socket write to its
+// socket read, and the place to watch a queue discipline work.
 package bulk
 
 import (
@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
@@ -24,47 +23,82 @@ import (
 	"github.com/uplinksim/uplink/transports/udp"
 )
 
-// Config describes a transfer from node 0 to node 1. Rate, latency and loss
-// apply in both directions, like netem on loopback.
+// Config describes transfers from node 0 to node 1, one QUIC connection
+// per flow. Rate, latency and loss apply in both directions, like netem on
+// loopback.
 type Config struct {
 	Transport string   // "quic"
 	Rate      int64    // bit/s on every uplink and downlink; 0: unlimited
 	RTT       des.Time // round-trip propagation delay, split evenly
 	Loss      float64  // per packet, per direction
 	Duration  des.Time // send for this long (when Bytes is 0)
-	Bytes     int64    // send exactly this many bytes, then close (overrides Duration)
+	Bytes     int64    // each flow sends exactly this many bytes, then closes
+	Flows     int      // parallel connections; 0: 1
 	Seed      uint64
-	// UpQdisc builds each node's uplink queue; nil: pfifo of 1 000 packets.
-	UpQdisc  func() (queues.Qdisc, error)
-	SendMode netmodel.SendMode
+	// Queue discipline specs (queues.New) of every uplink, every downlink,
+	// and of a host stage in front of every uplink ("" for none) drained at
+	// HostRate.
+	UpQdisc, DownQdisc, HostQdisc string
+	HostRate                      int64
+	SendMode                      netmodel.SendMode
+}
+
+// QueueReport is one queue's counters over the run.
+type QueueReport struct {
+	Name  string
+	Spec  string
+	Stats queues.Stats
 }
 
 // Result is what a transfer measured.
 type Result struct {
 	Elapsed       des.Time // virtual time from the first byte written to the last read (or Duration)
 	BytesReceived int64
-	GoodputBps    float64 // application bytes received ×8 / Elapsed
-	SHA256        [32]byte
-	PacketsSent   uint64 // sender's QUIC packets (quic-go's count)
-	PacketsLost   uint64 // declared lost by the sender, hence retransmitted
-	NetPackets    uint64 // packets that left any uplink: the simulated packets
+	GoodputBps    float64 // application bytes received ×8 / Elapsed, all flows
+	FlowGoodput   []float64
+	SHA256        [32]byte // of flow 0's bytes (fixed-size transfers)
+	PacketsSent   uint64   // senders' QUIC packets (quic-go's count)
+	PacketsLost   uint64   // declared lost by the senders, hence retransmitted
+	NetPackets    uint64   // packets that left any uplink: the simulated packets
 	NetBytes      uint64
 	LossDrops     uint64
 	QueueDrops    uint64
 	SockDrops     uint64
 	Events        uint64
 	CoreWakes     uint64
-	ClientStats   quicgo.ConnectionStats
+	Queues        []QueueReport // the data direction: host stage, uplink, downlink
+}
+
+func (c *Config) defaults() error {
+	if c.Transport != "quic" {
+		return fmt.Errorf("bulk: transport %q not supported (valid: quic)", c.Transport)
+	}
+	if c.Bytes <= 0 && c.Duration <= 0 {
+		return errors.New("bulk: give a duration or a byte count")
+	}
+	if c.Flows == 0 {
+		c.Flows = 1
+	}
+	if c.Flows < 0 || c.Flows > 1000 {
+		return fmt.Errorf("bulk: %d flows: want 1 to 1000", c.Flows)
+	}
+	if c.UpQdisc == "" {
+		c.UpQdisc = "pfifo:limit=1000"
+	}
+	if c.DownQdisc == "" {
+		c.DownQdisc = "fifo"
+	}
+	if c.HostQdisc != "" && c.HostRate <= 0 {
+		c.HostRate = 10e9
+	}
+	return nil
 }
 
 // Run performs the transfer. It must run inside a synctest bubble (see
 // des.RunInBubble); every goroutine it starts has ended when it returns.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.Transport != "quic" {
-		return Result{}, fmt.Errorf("bulk: transport %q not supported (valid: quic)", cfg.Transport)
-	}
-	if cfg.Bytes <= 0 && cfg.Duration <= 0 {
-		return Result{}, errors.New("bulk: give a duration or a byte count")
+	if err := cfg.defaults(); err != nil {
+		return Result{}, err
 	}
 	sim := des.NewSim()
 	live := des.NewLive(sim)
@@ -76,21 +110,35 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bulk: %w", err)
 	}
+	streams := des.NewStreams(cfg.Seed)
 	for i := range 2 {
-		var q queues.Qdisc
-		if cfg.UpQdisc != nil {
-			q, err = cfg.UpQdisc()
-		} else {
-			q, err = queues.NewFIFO(queues.DefaultPfifoLimit, 0)
+		q := func(kind, spec string) (queues.Qdisc, error) {
+			d, err := queues.New(spec, streams.Stream(fmt.Sprintf("qdisc/%s/%d", kind, i)))
+			if err != nil {
+				return nil, fmt.Errorf("bulk: %s queue: %w", kind, err)
+			}
+			return d, nil
 		}
+		up, err := q("uplink", cfg.UpQdisc)
 		if err != nil {
-			return Result{}, fmt.Errorf("bulk: uplink queue: %w", err)
+			return Result{}, err
 		}
-		_, err := n.AddNode(netmodel.NodeConfig{
-			Up:   netmodel.LinkConfig{Qdisc: q, Shaper: netmodel.OneMTUBurst(cfg.Rate)},
-			Down: netmodel.LinkConfig{Shaper: netmodel.OneMTUBurst(cfg.Rate)},
-		})
+		down, err := q("downlink", cfg.DownQdisc)
 		if err != nil {
+			return Result{}, err
+		}
+		nc := netmodel.NodeConfig{
+			Up:   netmodel.LinkConfig{Qdisc: up, Shaper: netmodel.OneMTUBurst(cfg.Rate)},
+			Down: netmodel.LinkConfig{Qdisc: down, Shaper: netmodel.OneMTUBurst(cfg.Rate)},
+		}
+		if cfg.HostQdisc != "" {
+			h, err := q("host", cfg.HostQdisc)
+			if err != nil {
+				return Result{}, err
+			}
+			nc.UpHost = &netmodel.LinkConfig{Qdisc: h, Shaper: netmodel.OneMTUBurst(cfg.HostRate)}
+		}
+		if _, err := n.AddNode(nc); err != nil {
 			return Result{}, fmt.Errorf("bulk: node %d: %w", i, err)
 		}
 	}
@@ -101,11 +149,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cliConn, err := st.Listen(0, 0, cfg.SendMode)
-	if err != nil {
-		srvConn.Close()
-		return Result{}, err
-	}
+	defer srvConn.Close()
 	tlsConf, err := quic.ServerTLS()
 	if err != nil {
 		return Result{}, err
@@ -115,132 +159,133 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() {
-		ln.Close()
-		srvTr.Close()
-		srvConn.Close()
-	}()
+	defer srvTr.Close()
+	defer ln.Close()
 
-	var received atomic.Int64
-	type srvResult struct {
-		sum [32]byte
-		at  des.Time
-		err error
+	// The server: one reader per accepted connection. The first stream
+	// byte names the flow.
+	type flowResult struct {
+		received int64
+		sum      [32]byte
+		at       des.Time
+		err      error
 	}
-	srvDone := make(chan srvResult, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
+	var mu sync.Mutex
+	flows := make([]flowResult, cfg.Flows)
+	var srvWG sync.WaitGroup
+	srvWG.Add(1)
 	go func() {
-		defer wg.Done()
-		var r srvResult
-		defer func() { srvDone <- r }()
-		conn, err := ln.Accept(ctx)
-		if err != nil {
-			r.err = fmt.Errorf("accept: %w", err)
-			return
-		}
-		defer conn.CloseWithError(0, "")
-		str, err := conn.AcceptStream(ctx)
-		if err != nil {
-			r.err = fmt.Errorf("accept stream: %w", err)
-			return
-		}
-		h := sha256.New()
-		buf := make([]byte, 64<<10)
-		for {
-			k, err := str.Read(buf)
-			if cfg.Bytes > 0 {
-				h.Write(buf[:k])
-			}
-			received.Add(int64(k))
-			if err == io.EOF {
-				break
-			}
+		defer srvWG.Done()
+		for range cfg.Flows {
+			conn, err := ln.Accept(ctx)
 			if err != nil {
-				if received.Load() > 0 && cfg.Bytes <= 0 {
-					break // the sender stopped at the end of the duration
-				}
-				r.err = fmt.Errorf("read: %w", err)
 				return
 			}
+			srvWG.Add(1)
+			go func() {
+				defer srvWG.Done()
+				defer conn.CloseWithError(0, "")
+				str, err := conn.AcceptStream(ctx)
+				if err != nil {
+					return
+				}
+				var id [1]byte
+				if _, err := io.ReadFull(str, id[:]); err != nil || int(id[0]) >= cfg.Flows {
+					return
+				}
+				f := int(id[0])
+				h := sha256.New()
+				buf := make([]byte, 64<<10)
+				for {
+					k, err := str.Read(buf)
+					if cfg.Bytes > 0 {
+						h.Write(buf[:k])
+					}
+					mu.Lock()
+					flows[f].received += int64(k)
+					mu.Unlock()
+					if err == io.EOF {
+						mu.Lock()
+						flows[f].at = live.Now()
+						copy(flows[f].sum[:], h.Sum(nil))
+						mu.Unlock()
+						return
+					}
+					if err != nil {
+						if cfg.Bytes > 0 {
+							mu.Lock()
+							flows[f].err = fmt.Errorf("flow %d read: %w", f, err)
+							mu.Unlock()
+						}
+						return
+					}
+				}
+			}()
 		}
-		r.at = live.Now()
-		copy(r.sum[:], h.Sum(nil))
 	}()
 
-	cliTr, conn, err := quic.Dial(ctx, cliConn, srvConn.LocalAddr(), quic.ClientTLS(), qconf)
-	if err != nil {
-		ln.Close()
-		wg.Wait()
-		return Result{}, err
-	}
-	defer func() {
-		cliTr.Close()
-		cliConn.Close()
-	}()
-	str, err := conn.OpenStreamSync(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("bulk: open stream: %w", err)
-	}
+	// The clients.
 	start := live.Now()
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6b756c62))
-	chunk := make([]byte, 64<<10)
-	var sent int64
 	deadline := start + cfg.Duration
-	for cfg.Bytes <= 0 || sent < cfg.Bytes {
-		if cfg.Bytes <= 0 && live.Now() >= deadline {
-			break
-		}
-		k := int64(len(chunk))
-		if cfg.Bytes > 0 {
-			k = min(k, cfg.Bytes-sent)
-		}
-		// A fixed-size transfer is checked by hash, so every chunk is fresh
-		// pseudo-random data; a timed one reuses one random chunk.
-		if cfg.Bytes > 0 || sent == 0 {
-			for i := 0; i < int(k); i += 8 {
-				v := rng.Uint64()
-				for j := 0; j < 8 && i+j < int(k); j++ {
-					chunk[i+j] = byte(v >> (8 * j))
-				}
-			}
-		}
-		if cfg.Bytes <= 0 {
-			str.SetWriteDeadline(time.Now().Add((deadline - live.Now()).Duration()))
-		}
-		w, err := str.Write(chunk[:k])
-		sent += int64(w)
+	conns := make([]*quicgo.Conn, cfg.Flows)
+	var cliWG sync.WaitGroup
+	cliErrs := make([]error, cfg.Flows)
+	for f := range cfg.Flows {
+		pc, err := st.Listen(0, 0, cfg.SendMode)
 		if err != nil {
-			if cfg.Bytes <= 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-				break
-			}
-			return Result{}, fmt.Errorf("bulk: write: %w", err)
+			return Result{}, err
+		}
+		defer pc.Close()
+		tr, conn, err := quic.Dial(ctx, pc, srvConn.LocalAddr(), quic.ClientTLS(), qconf)
+		if err != nil {
+			return Result{}, err
+		}
+		defer tr.Close()
+		conns[f] = conn
+		cliWG.Add(1)
+		go func() {
+			defer cliWG.Done()
+			cliErrs[f] = sendFlow(live, conn, f, cfg, deadline)
+		}()
+	}
+	cliWG.Wait()
+	for _, err := range cliErrs {
+		if err != nil {
+			return Result{}, err
 		}
 	}
 	var res Result
 	if cfg.Bytes > 0 {
-		str.Close()
-		r := <-srvDone
-		wg.Wait()
-		if r.err != nil {
-			return Result{}, fmt.Errorf("bulk: server: %w", r.err)
+		srvWG.Wait()
+		var last des.Time
+		for f := range flows {
+			if flows[f].err != nil {
+				return Result{}, fmt.Errorf("bulk: server: %w", flows[f].err)
+			}
+			last = max(last, flows[f].at)
 		}
-		res.Elapsed = r.at - start
-		res.SHA256 = r.sum
+		res.Elapsed = last - start
+		res.SHA256 = flows[0].sum
 	} else {
 		if d := deadline - live.Now(); d > 0 {
 			time.Sleep(d.Duration())
 		}
 		res.Elapsed = cfg.Duration
 	}
-	res.BytesReceived = received.Load()
-	res.ClientStats = conn.ConnectionStats()
-	conn.CloseWithError(0, "done")
-	if cfg.Bytes <= 0 {
-		wg.Wait()
+	mu.Lock()
+	for f := range flows {
+		res.BytesReceived += flows[f].received
+		res.FlowGoodput = append(res.FlowGoodput, float64(flows[f].received)*8/res.Elapsed.Seconds())
 	}
-	res.PacketsSent = res.ClientStats.PacketsSent
-	res.PacketsLost = res.ClientStats.PacketsLost
+	mu.Unlock()
+	for _, c := range conns {
+		s := c.ConnectionStats()
+		res.PacketsSent += s.PacketsSent
+		res.PacketsLost += s.PacketsLost
+		c.CloseWithError(0, "done")
+	}
+	ln.Close()
+	srvWG.Wait()
 	if res.Elapsed > 0 {
 		res.GoodputBps = float64(res.BytesReceived) * 8 / res.Elapsed.Seconds()
 	}
@@ -253,8 +298,67 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.QueueDrops += c.Drops[netmodel.DropQueue]
 		res.SockDrops += c.Drops[netmodel.DropSockBuf]
 	}
+	if h := n.Node(0).Host(); h != nil {
+		res.Queues = append(res.Queues, QueueReport{"sender host", cfg.HostQdisc, *h.Qdisc().Stats()})
+	}
+	res.Queues = append(res.Queues,
+		QueueReport{"sender uplink", cfg.UpQdisc, *n.Node(0).Up().Qdisc().Stats()},
+		QueueReport{"receiver downlink", cfg.DownQdisc, *n.Node(1).Down().Qdisc().Stats()})
 	res.Events = sim.Fired()
 	live.Unlock()
 	res.CoreWakes = live.Wakes()
 	return res, nil
+}
+
+// sendFlow writes flow f's data on a new stream: exactly cfg.Bytes of
+// seeded pseudo-random data (checked by hash), or one random chunk over and
+// over until the deadline.
+func sendFlow(live *des.Live, conn *quicgo.Conn, f int, cfg Config, deadline des.Time) error {
+	str, err := conn.OpenStreamSync(context.Background())
+	if err != nil {
+		return fmt.Errorf("bulk: flow %d: open stream: %w", f, err)
+	}
+	if _, err := str.Write([]byte{byte(f)}); err != nil {
+		return fmt.Errorf("bulk: flow %d: write: %w", f, err)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed+uint64(f), 0x6b756c62))
+	chunk := make([]byte, 64<<10)
+	var sent int64
+	for cfg.Bytes <= 0 || sent < cfg.Bytes {
+		if cfg.Bytes <= 0 && live.Now() >= deadline {
+			break
+		}
+		k := int64(len(chunk))
+		if cfg.Bytes > 0 {
+			k = min(k, cfg.Bytes-sent)
+		}
+		if cfg.Bytes > 0 || sent == 0 {
+			fillRandom(rng, chunk[:k])
+		}
+		if cfg.Bytes <= 0 {
+			str.SetWriteDeadline(time.Now().Add((deadline - live.Now()).Duration()))
+		}
+		w, err := str.Write(chunk[:k])
+		sent += int64(w)
+		if err != nil {
+			if cfg.Bytes <= 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			return fmt.Errorf("bulk: flow %d: write: %w", f, err)
+		}
+	}
+	if cfg.Bytes > 0 {
+		return str.Close()
+	}
+	return nil
+}
+
+// fillRandom fills b from rng, eight bytes per draw.
+func fillRandom(rng *rand.Rand, b []byte) {
+	for i := 0; i < len(b); i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8 && i+j < len(b); j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
 }

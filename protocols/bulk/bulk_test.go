@@ -18,12 +18,7 @@ func expectedSum(seed uint64, n int64) [32]byte {
 	chunk := make([]byte, 64<<10)
 	for sent := int64(0); sent < n; {
 		k := min(int64(len(chunk)), n-sent)
-		for i := 0; i < int(k); i += 8 {
-			v := rng.Uint64()
-			for j := 0; j < 8 && i+j < int(k); j++ {
-				chunk[i+j] = byte(v >> (8 * j))
-			}
-		}
+		fillRandom(rng, chunk[:k])
 		h.Write(chunk[:k])
 		sent += k
 	}
@@ -85,4 +80,35 @@ func TestQUICLossless(t *testing.T) {
 		}
 		t.Logf("elapsed %v goodput %.1f Mbit/s sent %d lost %d qdrops %d", res.Elapsed, res.GoodputBps/1e6, res.PacketsSent, res.PacketsLost, res.QueueDrops)
 	})
+}
+
+// TestPIESettlesNearTarget: four flows through one 20 Mbit/s PIE
+// bottleneck for 30 s: PIE holds the mean queue delay near its 15 ms
+// target (RFC 8033's control goal), while a 1 000-packet pfifo on the same
+// load holds ten times more.
+func TestPIESettlesNearTarget(t *testing.T) {
+	run := func(spec string) des.Time {
+		var mean des.Time
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Run(context.Background(), Config{
+				Transport: "quic", Rate: 20e6, RTT: 40 * des.Millisecond, Duration: 30 * des.Second,
+				Flows: 4, Seed: 1, UpQdisc: spec,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.GoodputBps < 0.85*20e6 {
+				t.Errorf("%s: goodput %.1f Mbit/s, the bottleneck is not used", spec, res.GoodputBps/1e6)
+			}
+			mean = res.Queues[0].Stats.Sojourn.Mean()
+		})
+		return mean
+	}
+	pie, fifo := run("pie"), run("pfifo:limit=1000")
+	if pie < 10*des.Millisecond || pie > 20*des.Millisecond {
+		t.Fatalf("PIE mean queue delay %v, want within [10ms, 20ms] of the 15 ms target", pie)
+	}
+	if fifo < 10*pie {
+		t.Fatalf("pfifo mean queue delay %v, not ten times PIE's %v", fifo, pie)
+	}
 }
