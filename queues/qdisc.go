@@ -277,6 +277,16 @@ func (h *Histogram) Add(d des.Time) {
 	}
 }
 
+// Merge adds o's counts to h.
+func (h *Histogram) Merge(o *Histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.total += o.total
+	h.sum += o.sum
+	h.max = max(h.max, o.max)
+}
+
 // Count is the number of durations added.
 func (h *Histogram) Count() uint64 { return h.total }
 

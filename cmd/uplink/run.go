@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -59,7 +60,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	topo := fs.String("topology", "", "replay a topology draw exported as JSON (replaces --nodes, --degree, --net, --latency)")
 	exportTopo := fs.String("export-topology", "", "write the first seed's topology draw as JSON to this file and exit")
 	listKnobs := fs.Bool("list-knobs", false, "list the profile knobs and exit")
-	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process (one core per cell is fastest; run cells in parallel with --jobs)")
+	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell is fastest; run cells in parallel with --jobs)")
+	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile into this folder")
 	if err := fs.Parse(args); err != nil {
@@ -182,6 +184,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			c.Profile, c.Seed = p, s
 			jobsList = append(jobsList, c)
 		}
+	}
+	if *setupProcs < 1 {
+		return usageError{fmt.Errorf("--setup-procs %d: must be at least 1", *setupProcs)}
+	}
+	for i := range jobsList {
+		jobsList[i].SetupProcs = *setupProcs
 	}
 	if *procs < 1 {
 		return usageError{fmt.Errorf("--gomaxprocs %d: must be at least 1", *procs)}

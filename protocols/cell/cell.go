@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
@@ -47,6 +48,11 @@ type Config struct {
 	// when it passes and records mesh_stable false.
 	MeshTimeout des.Time
 	Progress    io.Writer // phase lines; nil: none
+	// SetupProcs, when positive, is GOMAXPROCS while hosts are built and
+	// the graph is dialled (TLS handshakes parallelise); the previous value
+	// is restored for mesh formation and delivery, which run fastest on one
+	// core. Virtual-time results do not depend on it.
+	SetupProcs int
 	// Qdiscs, when set, assigns queue disciplines per node (a file's
 	// content), over the profile's assignment.
 	Qdiscs *NodeQdiscs
@@ -114,6 +120,12 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
 	w0 := des.WallNow()
+	restoreProcs := func() {}
+	if cfg.SetupProcs > 0 {
+		prev := runtime.GOMAXPROCS(cfg.SetupProcs)
+		restoreProcs = func() { runtime.GOMAXPROCS(prev) }
+		defer restoreProcs()
+	}
 	rec := &Record{
 		Arm: cfg.Arm, Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,
 		PayloadBytes: cfg.Payload, Pay: sizeName(cfg.Payload),
@@ -214,6 +226,7 @@ func Run(cfg Config) (*Record, error) {
 	if err := dialGraph(ctx, hosts, graph); err != nil {
 		return nil, fmt.Errorf("cell: dial: %w", err)
 	}
+	restoreProcs()
 	w2 := des.WallNow()
 	rec.Phases.Dial = (w2 - w1).Seconds()
 	cfg.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(graph.Edges), rec.Phases.Dial, live.Now().Seconds())
@@ -287,8 +300,18 @@ func Run(cfg Config) (*Record, error) {
 	// Collect.
 	live.Lock()
 	counters := make([]netmodel.Counters, n)
+	var upStats, downStats, hostStats []*queues.Stats
 	for i, nd := range nw.Nodes() {
 		counters[i] = nd.Counters
+		upStats = append(upStats, nd.Up().Qdisc().Stats())
+		downStats = append(downStats, nd.Down().Qdisc().Stats())
+		if h := nd.Host(); h != nil {
+			hostStats = append(hostStats, h.Qdisc().Stats())
+		}
+	}
+	rec.Queues = map[string]QueueSummary{"uplink": summarize(upStats), "downlink": summarize(downStats)}
+	if hostStats != nil {
+		rec.Queues["host"] = summarize(hostStats)
 	}
 	live.Unlock()
 	rec.Drops = map[string]uint64{}

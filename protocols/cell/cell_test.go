@@ -1,7 +1,10 @@
 package cell
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 	"testing/synctest"
 )
@@ -115,5 +118,29 @@ func TestAssignQdiscs(t *testing.T) {
 	}
 	if _, err := (&QdiscMap{Nodes: map[string]string{"9": "pie"}}).resolve("fifo", 5, 1); err == nil {
 		t.Fatal("an out-of-range node should be rejected")
+	}
+}
+
+// TestRecordRoundTrip: a record survives JSON encoding, censored
+// quantiles included (null).
+func TestRecordRoundTrip(t *testing.T) {
+	r := &Record{Arm: "whole", Seed: 7, N: 5, Profile: "harness", Knobs: map[string]string{"shaper": "serial"}}
+	r.fill([]float64{0.5, 0.7, math.Inf(1), 0.9}, 3)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Record
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r, &back) {
+		t.Fatalf("round trip changed the record:\n%+v\n%+v", r, back)
+	}
+	if back.P99S != nil || back.P50S == nil || *back.P50S != 0.7 || back.Completed != 3 || back.RateK != 3 {
+		t.Fatalf("summary wrong: p50 %v p99 %v completed %d rate %d", back.P50S, back.P99S, back.Completed, back.RateK)
+	}
+	if !strings.Contains(string(b), `"p99_s":null`) {
+		t.Fatalf("a censored quantile must encode as null: %s", b)
 	}
 }

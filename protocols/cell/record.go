@@ -3,6 +3,9 @@ package cell
 import (
 	"math"
 	"slices"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/queues"
 )
 
 // Quantile applies the study's rule to the completion times (seconds from
@@ -45,6 +48,38 @@ type NodeRow struct {
 	IWantRx     int      `json:"iwant_rx"`
 	IDontWantTx int      `json:"idontwant_tx"`
 	IDontWantRx int      `json:"idontwant_rx"`
+}
+
+// QueueSummary sums one direction's queue statistics over every node.
+type QueueSummary struct {
+	Enqueued   uint64            `json:"enqueued"`
+	Dequeued   uint64            `json:"dequeued"`
+	Drops      map[string]uint64 `json:"drops"`
+	CEMarks    uint64            `json:"ce_marks"`
+	MaxBacklog int               `json:"max_backlog_packets"`
+	DelayP50   float64           `json:"delay_p50_ms"`
+	DelayP99   float64           `json:"delay_p99_ms"`
+	DelayMax   float64           `json:"delay_max_ms"`
+	DelayMean  float64           `json:"delay_mean_ms"`
+}
+
+func summarize(stats []*queues.Stats) QueueSummary {
+	var q QueueSummary
+	var h queues.Histogram
+	q.Drops = map[string]uint64{}
+	for _, s := range stats {
+		q.Enqueued += s.Enqueued
+		q.Dequeued += s.Dequeued
+		for r := queues.DropReason(0); r < queues.NumDropReasons; r++ {
+			q.Drops[r.String()] += s.Drops[r]
+		}
+		q.CEMarks += s.CEMarks
+		q.MaxBacklog = max(q.MaxBacklog, s.MaxLen)
+		h.Merge(&s.Sojourn)
+	}
+	ms := func(t des.Time) float64 { return float64(t) / 1e6 }
+	q.DelayP50, q.DelayP99, q.DelayMax, q.DelayMean = ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Max()), ms(h.Mean())
+	return q
 }
 
 // Phases are wall seconds spent in each phase of a cell run.
@@ -100,8 +135,11 @@ type Record struct {
 	SimPackets uint64            `json:"sim_packets"`
 	SimBytes   uint64            `json:"sim_bytes"`
 	Drops      map[string]uint64 `json:"drops"`
-	UsPerPkt   float64           `json:"wall_us_per_packet"`
-	Nodes      []NodeRow         `json:"nodes,omitempty"`
+	// Queues sums each direction's queue statistics over the nodes, over
+	// the whole run (mesh formation included).
+	Queues   map[string]QueueSummary `json:"queues"`
+	UsPerPkt float64                 `json:"wall_us_per_packet"`
+	Nodes    []NodeRow               `json:"nodes,omitempty"`
 }
 
 // fill computes the summary fields from the receivers' completion times.
