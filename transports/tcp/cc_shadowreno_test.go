@@ -1,0 +1,83 @@
+package tcp
+
+import (
+	"testing"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
+)
+
+// TestShadowRenoRules steps Shadow's Reno through every rule backends.md
+// records and checks the exact windows.
+func TestShadowRenoRules(t *testing.T) {
+	c := NewShadowReno(10, false)
+	check := func(step string, cwnd, ssthresh int) {
+		t.Helper()
+		if c.Cwnd() != cwnd || c.Ssthresh() != ssthresh {
+			t.Fatalf("%s: cwnd %d ssthresh %d; want %d, %d", step, c.Cwnd(), c.Ssthresh(), cwnd, ssthresh)
+		}
+	}
+	check("initial", 10, InfiniteSsthresh)
+	if !c.Classic() || c.Name() != ShadowReno {
+		t.Fatal("shadow-reno must be classic Reno named shadow-reno")
+	}
+	c.OnAck(&AckEvent{Acked: 7})
+	check("slow start: + segments acked", 17, InfiniteSsthresh)
+	c.OnAck(&AckEvent{Acked: 23})
+	check("slow start", 40, InfiniteSsthresh)
+	c.EnterRecovery(&AckEvent{Dup: true})
+	check("three duplicates: ssthresh = cwnd/2+1, cwnd = ssthresh+3", 24, 21)
+	c.RecoveryAck(&AckEvent{Dup: true})
+	c.RecoveryAck(&AckEvent{Dup: true})
+	check("+1 per further duplicate", 26, 21)
+	c.ExitRecovery(&AckEvent{Acked: 1})
+	check("new ACK: cwnd = ssthresh", 21, 21)
+	for range 20 {
+		c.OnAck(&AckEvent{Acked: 1})
+	}
+	check("avoidance: 20 of 21 acked", 21, 21)
+	c.OnAck(&AckEvent{Acked: 1})
+	check("avoidance: +1 per window", 22, 21)
+	c.OnAck(&AckEvent{Acked: 44})
+	check("avoidance: two windows at once", 23, 21)
+	c.OnRTO(&AckEvent{}, true)
+	check("timeout: ssthresh = cwnd/2+1, cwnd = 10", 10, 12)
+	c.OnRTO(&AckEvent{}, false)
+	check("every timeout halves again", 10, 6)
+
+	s := NewShadowReno(10, true)
+	s.OnAck(&AckEvent{Acked: 30})
+	s.EnterRecovery(&AckEvent{})
+	s.RecoveryAck(&AckEvent{Dup: true})
+	if s.Cwnd() != 21 || s.Ssthresh() != 21 {
+		t.Fatalf("with SACK: cwnd %d ssthresh %d; want 21, 21 (no inflation: the pipe excludes SACKed segments)", s.Cwnd(), s.Ssthresh())
+	}
+}
+
+// TestShadowRenoFastRetransmit drops one segment of a bulk transfer under
+// the Shadow profile: three duplicate ACKs retransmit it (no timeout), and
+// the window after recovery is exactly cwnd/2+1 of the window at the loss.
+func TestShadowRenoFastRetransmit(t *testing.T) {
+	rec := &ccRecorder{}
+	cfg := ShadowConfig()
+	cfg.DelayedAck = DelAckOff // one duplicate ACK per segment
+	cfg.NewCongestionControl = func(iw int, sack bool) CongestionControl {
+		rec.CongestionControl = NewShadowReno(iw, sack)
+		return rec
+	}
+	dq := newDropQueue(60) // the 60th data packet through the sender's uplink
+	tn := newTestNet(t, cfg, netmodel.Config{}, link{up: 10e6, upQ: dq}, link{})
+	f := tn.startFlow(0, 1, 80, 300<<10, 1)
+	tn.sim.RunUntil(30 * des.Second)
+	st := f.cli.Stats()
+	if !f.intact() || st.Retransmits != 1 || st.FastRecoveries != 1 || st.RTOs != 0 {
+		t.Fatalf("intact %v, retransmits %d, fast recoveries %d, RTOs %d; want one fast retransmit", f.intact(), st.Retransmits, st.FastRecoveries, st.RTOs)
+	}
+	if len(rec.enter) != 1 || len(rec.exit) != 1 {
+		t.Fatalf("recoveries entered %d, left %d", len(rec.enter), len(rec.exit))
+	}
+	w := rec.enter[0].cwndBefore
+	if rec.enter[0].cwndAfter != w/2+1+3 || rec.exit[0].cwndAfter != w/2+1 {
+		t.Fatalf("loss at cwnd %d: recovery window %d, after %d; want %d and %d", w, rec.enter[0].cwndAfter, rec.exit[0].cwndAfter, w/2+4, w/2+1)
+	}
+}

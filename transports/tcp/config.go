@@ -1,0 +1,225 @@
+package tcp
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/uplinksim/uplink/des"
+)
+
+// Congestion control names accepted by Config.CongestionControl.
+const (
+	CUBIC      = "cubic"       // Linux's tcp_cubic.c (cc_cubic.go)
+	NewReno    = "newreno"     // RFC 5681 with RFC 6582 recovery (cc_newreno.go)
+	ShadowReno = "shadow-reno" // Shadow's legacy TCP stack (cc_shadowreno.go)
+)
+
+// DelayedAck selects the receiver's acknowledgement policy.
+type DelayedAck uint8
+
+const (
+	// DelAckOff acknowledges every segment at once.
+	DelAckOff DelayedAck = iota
+	// DelAckLinux is Linux's policy (net/ipv4/tcp_input.c,
+	// __tcp_ack_snd_check): quick ACKs for the first QuickAcks segments,
+	// then an ACK once more than one full segment is unacknowledged (every
+	// second segment), else the delayed-ACK timer (DelAckTimeout); an
+	// out-of-order segment, or one that fills a hole, is acknowledged at
+	// once.
+	DelAckLinux
+	// DelAckShadow is Shadow's: every pure ACK waits ShadowAckDelay (1 ms)
+	// for the first ShadowAckSwitch (1 000) ACKs and ShadowAckDelayLater
+	// (5 ms) after; data arriving while one is pending is covered by it.
+	// The model applies the delay to every pure ACK, duplicates and the
+	// ACK of a FIN included (backends.md does not record exceptions), so
+	// duplicate ACKs arrive at most one per delay.
+	DelAckShadow
+)
+
+// Autotune selects how socket buffers are sized and grown.
+type Autotune uint8
+
+const (
+	// AutotuneOff keeps the Default buffer sizes.
+	AutotuneOff Autotune = iota
+	// AutotuneLinux: the send buffer follows tcp_sndbuf_expand (room for
+	// 2 × max(cwnd, 10) segments of Linux's per-segment memory, 4 352
+	// bytes for MSS 1 460) and the receive buffer follows dynamic
+	// right-sizing (tcp_rcv_space_adjust), both capped at Max.
+	AutotuneLinux
+	// AutotuneShadow: both buffers start at RTT × min(bandwidth) × 1.25,
+	// clamped to [Min, Max]; the receive buffer grows to twice the bytes
+	// the application read in one RTT, the send buffer to 2 × cwnd × MSS.
+	AutotuneShadow
+)
+
+// BufferSizes are Linux's tcp_rmem / tcp_wmem triple, in payload bytes.
+type BufferSizes struct{ Min, Default, Max int }
+
+// Config is a TCP profile: every knob of the model. Start from
+// LinuxConfig or ShadowConfig and override fields.
+type Config struct {
+	// CongestionControl names the controller (CUBIC, NewReno, ShadowReno);
+	// NewCongestionControl, when set, builds a custom one instead.
+	CongestionControl    string
+	NewCongestionControl func(initialCwnd int, sack bool) CongestionControl
+	// InitialCwnd is the initial window in segments (RFC 6928: 10).
+	InitialCwnd int
+	// HyStart enables CUBIC's hybrid slow start (Linux's ack-train and
+	// delay-increase detectors).
+	HyStart bool
+	// SACK offers and uses selective acknowledgements (RFC 2018) and
+	// SACK-based loss recovery (RFC 6675); both ends must enable it.
+	SACK bool
+	// MSS is the largest payload per segment; with the 40 bytes of IPv4
+	// and TCP headers it must fit the network's MTU.
+	MSS int
+
+	// Pacing spaces segments at PacingSSRatio % (cwnd < ssthresh/2) or
+	// PacingCARatio % of max(cwnd, packets out) × MSS / SRTT (Linux's
+	// tcp_update_pacing_rate, enforced as internal pacing or fq would);
+	// the first PacingUnpaced segments go unpaced, as sch_fq does.
+	Pacing                       bool
+	PacingSSRatio, PacingCARatio int
+	PacingUnpaced                int
+
+	DelayedAck    DelayedAck
+	DelAckTimeout des.Time // DelAckLinux: the delayed-ACK timer
+	QuickAcks     int      // DelAckLinux: ACKs sent at once at the start
+	// DelAckShadow: the delay of the first ShadowAckSwitch pure ACKs, and
+	// of the later ones.
+	ShadowAckDelay, ShadowAckDelayLater des.Time
+	ShadowAckSwitch                     int
+
+	Autotune   Autotune
+	SendBuffer BufferSizes
+	RecvBuffer BufferSizes
+	// AdvWinScale is Linux's tcp_adv_win_scale: of a receive buffer of b
+	// bytes, b − b>>AdvWinScale is offered as window (1: half, Linux
+	// before 6.x; 0: all of it, Shadow).
+	AdvWinScale int
+
+	// RTO per RFC 6298: RTOInitial before the first sample, clamped to
+	// [RTOMin, RTOMax], doubled on each expiry. RTOVarFloor applies Linux's
+	// floor on the variance term instead (RTO = SRTT + max(4 RTTVAR,
+	// RTOMin)).
+	RTOInitial, RTOMin, RTOMax des.Time
+	RTOVarFloor                bool
+	// SynRetries and Retries are how often a SYN and a data segment are
+	// retransmitted by the timer before the connection fails
+	// (tcp_syn_retries 6, tcp_retries2 15).
+	SynRetries, Retries int
+	// TimeWait is how long a connection stays in TIME-WAIT (2 MSL, Linux
+	// 60 s); FinTimeout how long an orphaned connection waits in
+	// FIN-WAIT-2 (tcp_fin_timeout 60 s).
+	TimeWait, FinTimeout des.Time
+	// Backlog bounds a listener's connections not yet accepted.
+	Backlog int
+	// Seed derives the initial sequence numbers.
+	Seed uint64
+}
+
+// LinuxConfig is Linux's default TCP: CUBIC with HyStart, SACK, internal
+// pacing, Linux's delayed ACKs and buffer autotuning with the stock
+// tcp_rmem (4 096 / 131 072 / 6 291 456) and tcp_wmem (4 096 / 16 384 /
+// 4 194 304), min RTO 200 ms.
+func LinuxConfig() Config {
+	return Config{
+		CongestionControl: CUBIC,
+		InitialCwnd:       10,
+		HyStart:           true,
+		SACK:              true,
+		MSS:               1460,
+		Pacing:            true,
+		PacingSSRatio:     200,
+		PacingCARatio:     120,
+		PacingUnpaced:     10,
+		DelayedAck:        DelAckLinux,
+		DelAckTimeout:     40 * des.Millisecond,
+		QuickAcks:         16,
+		Autotune:          AutotuneLinux,
+		SendBuffer:        BufferSizes{4096, 16384, 4194304},
+		RecvBuffer:        BufferSizes{4096, 131072, 6291456},
+		AdvWinScale:       1,
+		RTOInitial:        des.Second,
+		RTOMin:            200 * des.Millisecond,
+		RTOMax:            120 * des.Second,
+		RTOVarFloor:       true,
+		SynRetries:        6,
+		Retries:           15,
+		TimeWait:          60 * des.Second,
+		FinTimeout:        60 * des.Second,
+		Backlog:           4096,
+	}
+}
+
+// ShadowConfig is Shadow 3.x's legacy TCP stack (backends.md): Reno with
+// Shadow's constants, no SACK-based recovery, no pacing, Shadow's delayed
+// pure ACKs and buffer autotuning (send [16 KiB, 4 MiB], receive
+// [87 380, 6 MiB]; the defaults 131 072 and 174 760 apply until the
+// handshake gives an RTT), RTO = SRTT + 4 RTTVAR in [200 ms, 120 s].
+func ShadowConfig() Config {
+	c := LinuxConfig()
+	c.CongestionControl = ShadowReno
+	c.HyStart = false
+	c.SACK = false
+	c.Pacing = false
+	c.DelayedAck = DelAckShadow
+	c.ShadowAckDelay = des.Millisecond
+	c.ShadowAckDelayLater = 5 * des.Millisecond
+	c.ShadowAckSwitch = 1000
+	c.Autotune = AutotuneShadow
+	c.SendBuffer = BufferSizes{16384, 131072, 4 << 20}
+	c.RecvBuffer = BufferSizes{87380, 174760, 6 << 20}
+	c.AdvWinScale = 0
+	c.RTOVarFloor = false
+	return c
+}
+
+// validate checks c against an MTU.
+func (c *Config) validate(mtu int) error {
+	if c.NewCongestionControl == nil {
+		switch c.CongestionControl {
+		case CUBIC, NewReno, ShadowReno:
+		default:
+			return fmt.Errorf("tcp: unknown congestion control %q (valid: %s, %s, %s)", c.CongestionControl, CUBIC, NewReno, ShadowReno)
+		}
+	}
+	switch {
+	case c.MSS < 64:
+		return fmt.Errorf("tcp: MSS %d too small (at least 64)", c.MSS)
+	case c.MSS+20+HeaderLen > mtu:
+		return fmt.Errorf("tcp: MSS %d plus 40 bytes of headers exceeds the MTU %d", c.MSS, mtu)
+	case c.InitialCwnd < 1:
+		return fmt.Errorf("tcp: initial window %d segments; at least 1", c.InitialCwnd)
+	case c.Pacing && (c.PacingSSRatio <= 0 || c.PacingCARatio <= 0):
+		return fmt.Errorf("tcp: pacing ratios %d%% / %d%% must be positive", c.PacingSSRatio, c.PacingCARatio)
+	case c.DelayedAck == DelAckLinux && c.DelAckTimeout <= 0:
+		return errors.New("tcp: Linux delayed ACKs need a positive DelAckTimeout")
+	case c.DelayedAck == DelAckShadow && (c.ShadowAckDelay <= 0 || c.ShadowAckDelayLater <= 0):
+		return errors.New("tcp: Shadow delayed ACKs need positive ShadowAckDelay and ShadowAckDelayLater")
+	case c.DelayedAck > DelAckShadow:
+		return fmt.Errorf("tcp: unknown delayed-ACK mode %d", c.DelayedAck)
+	case c.Autotune > AutotuneShadow:
+		return fmt.Errorf("tcp: unknown autotuning mode %d", c.Autotune)
+	case c.AdvWinScale < 0 || c.AdvWinScale > 4:
+		return fmt.Errorf("tcp: AdvWinScale %d out of range [0, 4]", c.AdvWinScale)
+	case c.RTOMin <= 0 || c.RTOMax < c.RTOMin || c.RTOInitial < c.RTOMin || c.RTOInitial > c.RTOMax:
+		return fmt.Errorf("tcp: RTO bounds initial %v, min %v, max %v inconsistent", c.RTOInitial, c.RTOMin, c.RTOMax)
+	case c.SynRetries < 0 || c.Retries < 1:
+		return fmt.Errorf("tcp: retries %d (SYN) / %d (data) out of range", c.SynRetries, c.Retries)
+	case c.TimeWait < 0 || c.FinTimeout < 0:
+		return errors.New("tcp: negative TIME-WAIT or FIN timeout")
+	case c.Backlog < 1:
+		return fmt.Errorf("tcp: backlog %d; at least 1", c.Backlog)
+	}
+	for _, b := range []struct {
+		name string
+		s    BufferSizes
+	}{{"send", c.SendBuffer}, {"receive", c.RecvBuffer}} {
+		if b.s.Min < c.MSS || b.s.Default < b.s.Min || b.s.Max < b.s.Default || b.s.Max > 1<<30 {
+			return fmt.Errorf("tcp: %s buffer sizes %+v: need MSS <= Min <= Default <= Max <= 1 GiB", b.name, b.s)
+		}
+	}
+	return nil
+}

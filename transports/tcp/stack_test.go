@@ -1,0 +1,343 @@
+package tcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
+)
+
+// bubble builds a network of the given nodes inside the current synctest
+// bubble, starts the event core and returns a stack on it; the core stops
+// when the test ends.
+func bubble(t *testing.T, cfg Config, ncfg netmodel.Config, nodes ...link) *Stack {
+	t.Helper()
+	sim := des.NewSim()
+	if ncfg.Latency == nil {
+		ncfg.Latency = netmodel.FixedLatency(10 * des.Millisecond)
+	}
+	n, err := netmodel.New(sim, ncfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range nodes {
+		if _, err := n.AddNode(netmodel.NodeConfig{
+			Up:   netmodel.LinkConfig{Qdisc: l.upQ, Shaper: netmodel.OneMTUBurst(l.up)},
+			Down: netmodel.LinkConfig{Qdisc: l.downQ, Shaper: netmodel.OneMTUBurst(l.down)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := des.NewLive(sim)
+	live.Start()
+	t.Cleanup(live.Stop)
+	st, err := NewStack(live, n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func tcpAddr(node int, port uint16) *net.TCPAddr {
+	return &net.TCPAddr{IP: netmodel.NodeAddr(node).AsSlice(), Port: int(port)}
+}
+
+// TestDialRefused: a SYN to a port nobody listens on is answered with a
+// reset one round trip (20 ms) later, and Dial fails with ECONNREFUSED.
+func TestDialRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := bubble(t, LinuxConfig(), netmodel.Config{}, link{}, link{})
+		start := time.Now()
+		_, err := st.Dial(context.Background(), 0, tcpAddr(1, 81))
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("dial: %v; want connection refused", err)
+		}
+		if d := time.Since(start); d != 20*time.Millisecond {
+			t.Fatalf("refused after %v; want one round trip, 20ms", d)
+		}
+		// A listener closed before the dial refuses too.
+		l, err := st.Listen(1, 82)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		if _, err := st.Dial(context.Background(), 0, tcpAddr(1, 82)); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("dial to a closed listener: %v; want connection refused", err)
+		}
+	})
+}
+
+// TestCloseWriteEOF: after CloseWrite the peer reads the data, then EOF,
+// and can still answer on the other direction, which the first side reads
+// to EOF in turn. Every goroutine ends.
+func TestCloseWriteEOF(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := bubble(t, LinuxConfig(), netmodel.Config{}, link{up: 10e6, down: 10e6}, link{up: 10e6, down: 10e6})
+		l, err := st.Listen(1, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		srvErr := make(chan error, 1)
+		go func() {
+			srvErr <- func() error {
+				c, err := l.Accept()
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				got, err := io.ReadAll(c)
+				if err != nil {
+					return err
+				}
+				if string(got) != "request" {
+					return errors.New("server read " + string(got))
+				}
+				if _, err := c.Write([]byte("response")); err != nil {
+					return err
+				}
+				return c.(*Conn).CloseWrite()
+			}()
+		}()
+		c, err := st.Dial(context.Background(), 0, l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if c.RemoteAddr().String() != "10.0.0.2:80" || c.LocalAddr().(*net.TCPAddr).IP.String() != "10.0.0.1" {
+			t.Fatalf("addresses %v -> %v", c.LocalAddr(), c.RemoteAddr())
+		}
+		if _, err := c.Write([]byte("request")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte("more")); !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("write after CloseWrite: %v; want EPIPE", err)
+		}
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != "response" {
+			t.Fatalf("client read %q, %v", got, err)
+		}
+		if err := <-srvErr; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestConnIntactUnderLossAndReordering: 8 MiB through net.Conn, goroutine
+// to goroutine, over a path with 1 % loss each way and per-packet latency
+// between 10 and 15 ms (reordering), arrive with the SHA-256 they left
+// with, for both profiles.
+func TestConnIntactUnderLossAndReordering(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{{"linux", LinuxConfig()}, {"shadow", ShadowConfig()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const size = 8 << 20
+				lat := &jitterLatency{base: 10 * des.Millisecond, spread: 5 * des.Millisecond, rng: rand.New(rand.NewPCG(1, 2))}
+				st := bubble(t, tc.cfg, netmodel.Config{Latency: lat, Loss: 0.01, Seed: 4},
+					link{up: 50e6, down: 50e6}, link{up: 50e6, down: 50e6})
+				l, err := st.Listen(1, 443)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+				type result struct {
+					sum [32]byte
+					n   int64
+					err error
+				}
+				res := make(chan result, 1)
+				go func() {
+					var r result
+					defer func() { res <- r }()
+					c, err := l.Accept()
+					if err != nil {
+						r.err = err
+						return
+					}
+					defer c.Close()
+					h := sha256.New()
+					r.n, r.err = io.Copy(h, c)
+					copy(r.sum[:], h.Sum(nil))
+				}()
+				c, err := st.Dial(context.Background(), 0, l.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(7, 8))
+				h := sha256.New()
+				buf := make([]byte, 100000) // not a multiple of the MSS
+				for sent := 0; sent < size; {
+					k := min(len(buf), size-sent)
+					for i := range buf[:k] {
+						buf[i] = byte(rng.Uint32())
+					}
+					h.Write(buf[:k])
+					if _, err := c.Write(buf[:k]); err != nil {
+						t.Fatal(err)
+					}
+					sent += k
+				}
+				stats := c.Stats()
+				c.Close()
+				r := <-res
+				if r.err != nil || r.n != size || !bytes.Equal(r.sum[:], h.Sum(nil)) {
+					t.Fatalf("server read %d bytes, err %v, hash match %v", r.n, r.err, bytes.Equal(r.sum[:], h.Sum(nil)))
+				}
+				if stats.Retransmits == 0 {
+					t.Fatal("no retransmissions at 1 % loss")
+				}
+				t.Logf("retransmits %d, fast recoveries %d, RTOs %d", stats.Retransmits, stats.FastRecoveries, stats.RTOs)
+			})
+		})
+	}
+}
+
+// TestDeadlinesAndClose: a Read with a deadline 300 ms ahead fails with
+// os.ErrDeadlineExceeded exactly then; a blocked Read returns
+// net.ErrClosed when its Conn is closed; the peer then reads EOF.
+func TestDeadlinesAndClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := bubble(t, LinuxConfig(), netmodel.Config{}, link{}, link{})
+		l, err := st.Listen(1, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}()
+		c, err := st.Dial(context.Background(), 0, l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := <-accepted
+		if s == nil {
+			t.Fatal("accept failed")
+		}
+		start := time.Now()
+		c.SetReadDeadline(start.Add(300 * time.Millisecond))
+		buf := make([]byte, 10)
+		if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) != 300*time.Millisecond {
+			t.Fatalf("read: %v after %v; want a deadline error after 300ms", err, time.Since(start))
+		}
+		c.SetReadDeadline(time.Time{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Read(buf); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("blocked read after Close: %v; want net.ErrClosed", err)
+			}
+		}()
+		time.Sleep(time.Second)
+		c.Close()
+		wg.Wait()
+		if n, err := s.Read(buf); n != 0 || err != io.EOF {
+			t.Fatalf("peer read %d, %v; want EOF", n, err)
+		}
+		s.Close()
+	})
+}
+
+// TestSharedListenPort: five clients, two of them on the same node, talk
+// to one listener at once; the server tells the connections apart by the
+// remote (node, port) on the shared port, and each client gets its own
+// bytes echoed back.
+func TestSharedListenPort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := bubble(t, LinuxConfig(), netmodel.Config{Loss: 0.01, Seed: 2},
+			link{up: 20e6, down: 20e6}, link{up: 20e6, down: 20e6}, link{up: 20e6, down: 20e6}, link{up: 20e6, down: 20e6})
+		l, err := st.Listen(3, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer c.Close()
+					io.Copy(c, c)
+				}()
+			}
+		}()
+		const size = 300 << 10
+		errs := make(chan error, 5)
+		for i := range 5 {
+			go func() {
+				errs <- func() error {
+					c, err := st.Dial(context.Background(), i%3, l.Addr())
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					msg := bytes.Repeat([]byte{byte('a' + i)}, size)
+					go func() {
+						c.Write(msg)
+						c.CloseWrite()
+					}()
+					got, err := io.ReadAll(c)
+					if err != nil {
+						return err
+					}
+					if !bytes.Equal(got, msg) {
+						return errors.New("echo mismatch")
+					}
+					return nil
+				}()
+			}()
+		}
+		for range 5 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.Close()
+		wg.Wait()
+	})
+}
+
+// TestDialContext: a dial into a black hole returns the context's error
+// when the context ends (after 3 s here: the SYN was sent at 0 and 1 s),
+// and leaves nothing behind.
+func TestDialContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := bubble(t, LinuxConfig(), netmodel.Config{Loss: 0.999999}, link{}, link{})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := st.Dial(ctx, 0, tcpAddr(1, 80))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 3*time.Second {
+			t.Fatalf("dial: %v after %v; want the context's deadline after 3s", err, time.Since(start))
+		}
+	})
+}
