@@ -165,7 +165,7 @@ func TestStreamsDeterministicAndIndependent(t *testing.T) {
 // events; each step pops the earliest and schedules it again a random time
 // ahead. It reports events per second; the goal is 10 M/s with 0 allocs.
 func BenchmarkHold(b *testing.B) {
-	for _, pop := range []int{64, 4096} {
+	for _, pop := range []int{64, 1024, 4096} {
 		b.Run(strconv.Itoa(pop), func(b *testing.B) {
 			s := NewSim()
 			rng := rand.New(rand.NewPCG(1, 1))
