@@ -20,12 +20,16 @@ import (
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/protocols/bulk"
 	"github.com/uplinksim/uplink/queues"
+	"github.com/uplinksim/uplink/transports/tcp"
 )
 
 func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink bulk", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	transport := fs.String("transport", "quic", "transport: quic")
+	transport := fs.String("transport", "quic", "transport: quic (quic-go on virtual UDP) or tcp (uplink's TCP model)")
+	tcpPreset := fs.String("tcp", "linux", "TCP model of --transport tcp: linux (CUBIC with HyStart, SACK, pacing, Linux's delayed ACKs and autotuning) or shadow (Shadow's Reno, no SACK, unpaced, Shadow's delayed ACKs and autotuning)")
+	ccS := fs.String("cc", "", "congestion control of --transport tcp, over the --tcp model's: cubic, newreno or shadow-reno")
+	pacingS := fs.String("pacing", "", "pacing of --transport tcp, over the --tcp model's: on or off")
 	rateS := fs.String("rate", "1Gbit", "rate of every uplink and downlink, bit/s (50Mbit, 1Gbit)")
 	rttS := fs.String("rtt", "40ms", "round-trip propagation delay, split evenly between the directions")
 	lossS := fs.String("loss", "0", "random loss per packet and direction (0.5% or 0.005)")
@@ -34,8 +38,8 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random streams (loss)")
 	qdiscs := fs.StringArray("qdisc", nil, "queue discipline per direction and stage, DIR=SPEC (repeatable): up (every uplink; default pfifo:limit=1000), down (every downlink; default fifo), host (a host queue in front of every uplink, drained at --host-rate); SPEC as queues.New, e.g. pie, fq_codel:ecn=off, pfifo:limit=100")
 	hostRateS := fs.String("host-rate", "10Gbit", "line rate of the host queue stage")
-	flows := fs.Int("flows", 1, "parallel QUIC connections from node 0 to node 1")
-	block := fs.Bool("block-sends", false, "block socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
+	flows := fs.Int("flows", 1, "parallel connections from node 0 to node 1")
+	block := fs.Bool("block-sends", false, "QUIC: block UDP socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS for the run (one simulation uses one core best)")
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
 	reproducible := fs.Bool("reproducible", false, "bit-for-bit reproducible run: GOMAXPROCS=1 and crypto/rand seeded from --seed (needs a binary built with -ldflags=-X=testing.testBinary=1)")
@@ -96,8 +100,24 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("--flows %d: want 1 to 255", *flows)}
 	}
 	cfg.Flows = *flows
-	if *transport != "quic" {
-		return usageError{fmt.Errorf("--transport %q: valid transports are: quic", *transport)}
+	switch *transport {
+	case "quic":
+		for _, name := range []string{"tcp", "cc", "pacing"} {
+			if fs.Changed(name) {
+				return usageError{fmt.Errorf("--%s applies to TCP: add --transport tcp, or drop --%s for QUIC", name, name)}
+			}
+		}
+	case "tcp":
+		if *block {
+			return usageError{errors.New("--block-sends applies to QUIC's UDP sockets (TCP keeps its own send buffer): drop it with --transport tcp")}
+		}
+		tc, err := tcpConfig(*tcpPreset, *ccS, *pacingS)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.TCP = &tc
+	default:
+		return usageError{fmt.Errorf("--transport %q: valid transports are: quic, tcp", *transport)}
 	}
 	if *procs < 1 {
 		return usageError{fmt.Errorf("--gomaxprocs %d: must be at least 1", *procs)}
@@ -126,7 +146,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(stderr, "bulk: %s, %d flow(s), %s, RTT %v, loss %g, %s\n", cfg.Transport, cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
+	fmt.Fprintf(stderr, "bulk: %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, *tcpPreset), cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
 	var res bulk.Result
 	start := time.Now()
 	err = des.RunInBubble(func(*testing.T) error {
@@ -140,6 +160,48 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	}
 	printBulk(stdout, cfg, res, wall)
 	return nil
+}
+
+// tcpConfig is the TCP model of --tcp preset with the --cc and --pacing
+// overrides ("" keeps the preset's).
+func tcpConfig(preset, cc, pacing string) (tcp.Config, error) {
+	var c tcp.Config
+	switch preset {
+	case "linux":
+		c = tcp.LinuxConfig()
+	case "shadow":
+		c = tcp.ShadowConfig()
+	default:
+		return tcp.Config{}, fmt.Errorf("--tcp %q: valid models are: linux, shadow", preset)
+	}
+	switch cc {
+	case "":
+	case tcp.CUBIC, tcp.NewReno, tcp.ShadowReno:
+		c.CongestionControl = cc
+	default:
+		return tcp.Config{}, fmt.Errorf("--cc %q: valid congestion controls are: %s, %s, %s", cc, tcp.CUBIC, tcp.NewReno, tcp.ShadowReno)
+	}
+	switch pacing {
+	case "":
+	case "on", "off":
+		c.Pacing = pacing == "on"
+	default:
+		return tcp.Config{}, fmt.Errorf("--pacing %q: want on or off", pacing)
+	}
+	return c, nil
+}
+
+// describeTransport names the transport, with the TCP model's preset,
+// congestion control and pacing.
+func describeTransport(cfg bulk.Config, preset string) string {
+	if cfg.TCP == nil {
+		return cfg.Transport
+	}
+	pacing := "unpaced"
+	if cfg.TCP.Pacing {
+		pacing = "paced"
+	}
+	return fmt.Sprintf("%s (%s model, %s, %s)", cfg.Transport, preset, cfg.TCP.CongestionControl, pacing)
 }
 
 func ms(t des.Time) float64 { return float64(t) / 1e6 }
@@ -166,8 +228,14 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 		}
 		row("per-flow goodput", "%s Mbit/s", strings.Join(parts, " / "))
 	}
-	row("quic packets sent", "%d", r.PacketsSent)
-	row("quic packets lost (retx)", "%d", r.PacketsLost)
+	if cfg.Transport == "tcp" {
+		row("tcp segments sent", "%d", r.SegmentsSent)
+		row("tcp segments retransmitted", "%d", r.SegmentsRetrans)
+		row("tcp fast recoveries / RTOs", "%d / %d", r.FastRecoveries, r.RTOs)
+	} else {
+		row("quic packets sent", "%d", r.PacketsSent)
+		row("quic packets lost (retx)", "%d", r.PacketsLost)
+	}
 	row("network packets", "%d (%.1f MiB)", r.NetPackets, float64(r.NetBytes)/(1<<20))
 	row("drops: loss/queue/sockbuf", "%d / %d / %d", r.LossDrops, r.QueueDrops, r.SockDrops)
 	for _, q := range r.Queues {

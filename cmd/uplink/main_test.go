@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -78,6 +80,53 @@ func buildUplink(t *testing.T) string {
 	return bin
 }
 
+// TestRunWritesRecords: uplink run with two tiny cells (two seeds) in
+// child processes appends two complete JSON records and prints the
+// per-seed table and the medians.
+func TestRunWritesRecords(t *testing.T) {
+	bin := buildUplink(t)
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	cmd := exec.Command(bin, "run", "--profile", "harness", "--nodes", "10", "--degree", "4",
+		"--payload", "64KiB", "--seeds", "3-4", "--gossip", "Dlazy=0", "--knob", "settle=1", "--out", out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("uplink run: %v\n%s", err, stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d records, want 2:\n%s", len(lines), data)
+	}
+	seeds := map[uint64]bool{}
+	for _, l := range lines {
+		var r struct {
+			Seed      uint64            `json:"seed"`
+			Completed int               `json:"completed"`
+			Total     int               `json:"total"`
+			Knobs     map[string]string `json:"knobs"`
+			Gossip    map[string]string `json:"gossip"`
+			MaxRSSKB  int64             `json:"max_rss_kb"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("record %q: %v", l, err)
+		}
+		seeds[r.Seed] = true
+		if r.Total != 9 || r.Completed != 9 || r.Knobs["settle"] != "1" || r.Gossip["Dlazy"] != "0" || r.MaxRSSKB <= 0 {
+			t.Fatalf("record: %+v", r)
+		}
+	}
+	if !seeds[3] || !seeds[4] {
+		t.Fatalf("seeds %v, want 3 and 4", seeds)
+	}
+	if !strings.Contains(stdout.String(), "medians across seeds") || !strings.Contains(stderr.String(), "done 2/2 cells") {
+		t.Fatalf("output lacks the table or progress:\n%s\n%s", stdout.String(), stderr.String())
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -92,6 +141,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bulk", "--transport", "sctp"}, "valid transports"},
 		{[]string{"bulk", "--bytes", "-5"}, "--bytes"},
 		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"run", "--nodes", "5", "--degree", "5"}, "--nodes 5 --degree 5"},
+		{[]string{"run", "--profile", "ns3"}, "unknown profile"},
+		{[]string{"run", "--knob", "shaper=token"}, "valid values"},
+		{[]string{"run", "--seeds", "9-3"}, "--seeds"},
+		{[]string{"run", "--gossip", "D=3"}, "unknown gossip knob"},
+		{[]string{"run", "--uplink-qdisc", "pie@30%"}, "no discipline"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
@@ -123,4 +178,14 @@ func TestParseUnits(t *testing.T) {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", s, got, err, want)
 		}
 	}
+}
+
+// TestMain lets this test binary stand in for uplink when uplink run, run
+// in-process by a test, starts its cell children (os.Executable is then
+// the test binary): invoked as "<binary> cell", it is uplink's cell command.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "cell" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,6 +31,7 @@ import (
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/queues"
 )
 
 // cmdRun runs cells: every (profile, seed) pair in its own child process
@@ -177,6 +179,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			}
 			if err := p.Set(k, v); err != nil {
 				return usageError{fmt.Errorf("--knob: %w", err)}
+			}
+		}
+		// Check the queue assignments here, before any cell starts.
+		for _, a := range []struct{ knob, assign string }{{"uplink-qdisc", p.UpQdisc}, {"downlink-qdisc", p.DownQdisc}, {"host-qdisc", p.HostQdisc}} {
+			if a.assign == "" {
+				continue
+			}
+			specs, err := cell.AssignQdiscs(a.assign, max(*nodes, 2), seeds[0])
+			if err != nil {
+				return usageError{fmt.Errorf("--%s: %w", a.knob, err)}
+			}
+			for _, spec := range specs {
+				if _, err := queues.New(spec, rand.New(rand.NewPCG(1, 1))); err != nil {
+					return usageError{fmt.Errorf("--%s: %w", a.knob, err)}
+				}
 			}
 		}
 		for _, s := range seeds {

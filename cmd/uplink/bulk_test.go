@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestBulkTCPFlagErrors: the TCP flags are refused with QUIC, and bad
+// values and QUIC-only flags with TCP, each with an error naming the fix.
+func TestBulkTCPFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bulk", "--cc", "cubic"}, "--cc applies to TCP: add --transport tcp"},
+		{[]string{"bulk", "--transport", "quic", "--pacing", "off"}, "--pacing applies to TCP: add --transport tcp"},
+		{[]string{"bulk", "--tcp", "shadow"}, "--tcp applies to TCP"},
+		{[]string{"bulk", "--transport", "tcp", "--cc", "bbr"}, "valid congestion controls are: cubic, newreno, shadow-reno"},
+		{[]string{"bulk", "--transport", "tcp", "--pacing", "yes"}, "--pacing \"yes\": want on or off"},
+		{[]string{"bulk", "--transport", "tcp", "--tcp", "bsd"}, "valid models are: linux, shadow"},
+		{[]string{"bulk", "--transport", "tcp", "--block-sends"}, "--block-sends applies to QUIC"},
+		{[]string{"bulk", "--transport", "udp"}, "valid transports are: quic, tcp"},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2", c.args, code)
+		}
+		if !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: stderr %q lacks %q", c.args, errb.String(), c.want)
+		}
+	}
+}
+
+// TestBinaryBulkTCP: the uplink binary runs a 1 MiB TCP transfer with
+// Shadow's Reno, unpaced, and prints the TCP counters instead of QUIC's.
+func TestBinaryBulkTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := buildUplink(t)
+	cmd := exec.Command(bin, "bulk", "--transport", "tcp", "--cc", "shadow-reno", "--pacing", "off",
+		"--rate", "50Mbit", "--rtt", "20ms", "--bytes", "1MiB")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("uplink bulk --transport tcp: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"received                     1048576 bytes", "sha256", "tcp segments sent", "tcp segments retransmitted"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "quic packets") {
+		t.Fatalf("a TCP run printed QUIC counters:\n%s", out)
+	}
+	if !strings.Contains(stderr.String(), "tcp (linux model, shadow-reno, unpaced)") {
+		t.Fatalf("stderr does not describe the TCP model: %q", stderr.String())
+	}
+}
