@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -20,14 +21,15 @@ import (
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/queues"
 	"github.com/uplinksim/uplink/transports/quic"
+	"github.com/uplinksim/uplink/transports/tcp"
 	"github.com/uplinksim/uplink/transports/udp"
 )
 
-// Config describes transfers from node 0 to node 1, one QUIC connection
-// per flow. Rate, latency and loss apply in both directions, like netem on
-// loopback.
+// Config describes transfers from node 0 to node 1, one connection per
+// flow: QUIC (quic-go on virtual UDP) or TCP (uplink's TCP model). Rate,
+// latency and loss apply in both directions, like netem on loopback.
 type Config struct {
-	Transport string   // "quic"
+	Transport string   // "quic" or "tcp"
 	Rate      int64    // bit/s on every uplink and downlink; 0: unlimited
 	RTT       des.Time // round-trip propagation delay, split evenly
 	Loss      float64  // per packet, per direction
@@ -40,7 +42,12 @@ type Config struct {
 	// HostRate.
 	UpQdisc, DownQdisc, HostQdisc string
 	HostRate                      int64
-	SendMode                      netmodel.SendMode
+	// SendMode is the UDP sockets' (QUIC only; TCP keeps its own send
+	// buffer).
+	SendMode netmodel.SendMode
+	// TCP is the TCP model of Transport "tcp"; nil: tcp.LinuxConfig().
+	// Its Seed is replaced by Seed.
+	TCP *tcp.Config
 }
 
 // QueueReport is one queue's counters over the run.
@@ -67,11 +74,32 @@ type Result struct {
 	Events        uint64
 	CoreWakes     uint64
 	Queues        []QueueReport // the data direction: host stage, uplink, downlink
+
+	// TCP: the senders' segments (data, retransmissions and the few
+	// control segments), retransmitted segments, fast recoveries and
+	// retransmission timeouts, over all flows.
+	SegmentsSent, SegmentsRetrans uint64
+	FastRecoveries, RTOs          uint64
 }
 
 func (c *Config) defaults() error {
-	if c.Transport != "quic" {
-		return fmt.Errorf("bulk: transport %q not supported (valid: quic)", c.Transport)
+	switch c.Transport {
+	case "quic":
+		if c.TCP != nil {
+			return errors.New("bulk: a TCP configuration with transport quic; use transport tcp")
+		}
+	case "tcp":
+		if c.SendMode != netmodel.NeverBlock {
+			return errors.New("bulk: SendMode applies to QUIC's UDP sockets; TCP keeps its own send buffer")
+		}
+		t := tcp.LinuxConfig()
+		if c.TCP != nil {
+			t = *c.TCP
+		}
+		t.Seed = c.Seed
+		c.TCP = &t
+	default:
+		return fmt.Errorf("bulk: transport %q not supported (valid: quic, tcp)", c.Transport)
 	}
 	if c.Bytes <= 0 && c.Duration <= 0 {
 		return errors.New("bulk: give a duration or a byte count")
@@ -100,6 +128,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return Result{}, err
 	}
+	live, n, err := newNetwork(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	live.Start()
+	defer live.Stop()
+	if cfg.Transport == "tcp" {
+		return runTCP(ctx, cfg, live, n)
+	}
+	return runQUIC(ctx, cfg, live, n)
+}
+
+// newNetwork builds the two nodes and their queues.
+func newNetwork(cfg Config) (*des.Live, *netmodel.Network, error) {
 	sim := des.NewSim()
 	live := des.NewLive(sim)
 	n, err := netmodel.New(sim, netmodel.Config{
@@ -108,7 +150,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Seed:    cfg.Seed,
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("bulk: %w", err)
+		return nil, nil, fmt.Errorf("bulk: %w", err)
 	}
 	streams := des.NewStreams(cfg.Seed)
 	for i := range 2 {
@@ -121,11 +163,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		up, err := q("uplink", cfg.UpQdisc)
 		if err != nil {
-			return Result{}, err
+			return nil, nil, err
 		}
 		down, err := q("downlink", cfg.DownQdisc)
 		if err != nil {
-			return Result{}, err
+			return nil, nil, err
 		}
 		nc := netmodel.NodeConfig{
 			Up:   netmodel.LinkConfig{Qdisc: up, Shaper: netmodel.OneMTUBurst(cfg.Rate)},
@@ -134,16 +176,119 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if cfg.HostQdisc != "" {
 			h, err := q("host", cfg.HostQdisc)
 			if err != nil {
-				return Result{}, err
+				return nil, nil, err
 			}
 			nc.UpHost = &netmodel.LinkConfig{Qdisc: h, Shaper: netmodel.OneMTUBurst(cfg.HostRate)}
 		}
 		if _, err := n.AddNode(nc); err != nil {
-			return Result{}, fmt.Errorf("bulk: node %d: %w", i, err)
+			return nil, nil, fmt.Errorf("bulk: node %d: %w", i, err)
 		}
 	}
-	live.Start()
-	defer live.Stop()
+	return live, n, nil
+}
+
+// flowResult is what the receiver saw of one flow.
+type flowResult struct {
+	received int64
+	sum      [32]byte
+	at       des.Time
+	err      error
+}
+
+// flowTable is the receivers' results, shared with the receiving
+// goroutines.
+type flowTable struct {
+	mu    sync.Mutex
+	flows []flowResult
+}
+
+// receive reads flow f from r to EOF, counting bytes as they arrive and
+// hashing them (fixed-size transfers); at EOF it records the virtual time
+// and the hash. A read error is recorded for fixed-size transfers only
+// (timed transfers end by closing the connections).
+func (ft *flowTable) receive(live *des.Live, r io.Reader, f int, cfg Config) {
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(buf)
+		if cfg.Bytes > 0 {
+			h.Write(buf[:k])
+		}
+		ft.mu.Lock()
+		ft.flows[f].received += int64(k)
+		ft.mu.Unlock()
+		if err == io.EOF {
+			ft.mu.Lock()
+			ft.flows[f].at = live.Now()
+			copy(ft.flows[f].sum[:], h.Sum(nil))
+			ft.mu.Unlock()
+			return
+		}
+		if err != nil {
+			if cfg.Bytes > 0 {
+				ft.mu.Lock()
+				ft.flows[f].err = fmt.Errorf("flow %d read: %w", f, err)
+				ft.mu.Unlock()
+			}
+			return
+		}
+	}
+}
+
+// finish fills res with the elapsed time, the bytes received, the goodput
+// per flow and flow 0's hash, once every flow ended (fixed-size transfers)
+// or at the deadline.
+func (ft *flowTable) finish(res *Result, cfg Config, start des.Time) error {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if cfg.Bytes > 0 {
+		var last des.Time
+		for f := range ft.flows {
+			if ft.flows[f].err != nil {
+				return fmt.Errorf("bulk: server: %w", ft.flows[f].err)
+			}
+			last = max(last, ft.flows[f].at)
+		}
+		res.Elapsed = last - start
+		res.SHA256 = ft.flows[0].sum
+	} else {
+		res.Elapsed = cfg.Duration
+	}
+	for f := range ft.flows {
+		res.BytesReceived += ft.flows[f].received
+		res.FlowGoodput = append(res.FlowGoodput, float64(ft.flows[f].received)*8/res.Elapsed.Seconds())
+	}
+	return nil
+}
+
+// collect adds the network's counters, the data direction's queues and
+// the model's event counts to res.
+func collect(res *Result, cfg Config, live *des.Live, n *netmodel.Network) {
+	if res.Elapsed > 0 {
+		res.GoodputBps = float64(res.BytesReceived) * 8 / res.Elapsed.Seconds()
+	}
+	live.Lock()
+	for _, nd := range n.Nodes() {
+		c := nd.Counters
+		res.NetPackets += c.SentPackets
+		res.NetBytes += c.SentBytes
+		res.LossDrops += c.Drops[netmodel.DropLoss]
+		res.QueueDrops += c.Drops[netmodel.DropQueue]
+		res.SockDrops += c.Drops[netmodel.DropSockBuf]
+	}
+	if h := n.Node(0).Host(); h != nil {
+		res.Queues = append(res.Queues, QueueReport{"sender host", cfg.HostQdisc, *h.Qdisc().Stats()})
+	}
+	res.Queues = append(res.Queues,
+		QueueReport{"sender uplink", cfg.UpQdisc, *n.Node(0).Up().Qdisc().Stats()},
+		QueueReport{"receiver downlink", cfg.DownQdisc, *n.Node(1).Down().Qdisc().Stats()})
+	res.Events = n.Sim().Fired()
+	live.Unlock()
+	res.CoreWakes = live.Wakes()
+}
+
+// runQUIC runs the flows over quic-go, one connection and one stream each.
+func runQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network) (Result, error) {
 	st := udp.NewStack(live, n)
 	srvConn, err := st.Listen(1, 4433, cfg.SendMode)
 	if err != nil {
@@ -164,14 +309,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	// The server: one reader per accepted connection. The first stream
 	// byte names the flow.
-	type flowResult struct {
-		received int64
-		sum      [32]byte
-		at       des.Time
-		err      error
-	}
-	var mu sync.Mutex
-	flows := make([]flowResult, cfg.Flows)
+	ft := &flowTable{flows: make([]flowResult, cfg.Flows)}
 	var srvWG sync.WaitGroup
 	srvWG.Add(1)
 	go func() {
@@ -193,33 +331,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				if _, err := io.ReadFull(str, id[:]); err != nil || int(id[0]) >= cfg.Flows {
 					return
 				}
-				f := int(id[0])
-				h := sha256.New()
-				buf := make([]byte, 64<<10)
-				for {
-					k, err := str.Read(buf)
-					if cfg.Bytes > 0 {
-						h.Write(buf[:k])
-					}
-					mu.Lock()
-					flows[f].received += int64(k)
-					mu.Unlock()
-					if err == io.EOF {
-						mu.Lock()
-						flows[f].at = live.Now()
-						copy(flows[f].sum[:], h.Sum(nil))
-						mu.Unlock()
-						return
-					}
-					if err != nil {
-						if cfg.Bytes > 0 {
-							mu.Lock()
-							flows[f].err = fmt.Errorf("flow %d read: %w", f, err)
-							mu.Unlock()
-						}
-						return
-					}
-				}
+				ft.receive(live, str, int(id[0]), cfg)
 			}()
 		}
 	}()
@@ -257,27 +369,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var res Result
 	if cfg.Bytes > 0 {
 		srvWG.Wait()
-		var last des.Time
-		for f := range flows {
-			if flows[f].err != nil {
-				return Result{}, fmt.Errorf("bulk: server: %w", flows[f].err)
-			}
-			last = max(last, flows[f].at)
-		}
-		res.Elapsed = last - start
-		res.SHA256 = flows[0].sum
-	} else {
-		if d := deadline - live.Now(); d > 0 {
-			time.Sleep(d.Duration())
-		}
-		res.Elapsed = cfg.Duration
+	} else if d := deadline - live.Now(); d > 0 {
+		time.Sleep(d.Duration())
 	}
-	mu.Lock()
-	for f := range flows {
-		res.BytesReceived += flows[f].received
-		res.FlowGoodput = append(res.FlowGoodput, float64(flows[f].received)*8/res.Elapsed.Seconds())
+	if err := ft.finish(&res, cfg, start); err != nil {
+		return Result{}, err
 	}
-	mu.Unlock()
 	for _, c := range conns {
 		s := c.ConnectionStats()
 		res.PacketsSent += s.PacketsSent
@@ -286,39 +383,165 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	ln.Close()
 	srvWG.Wait()
-	if res.Elapsed > 0 {
-		res.GoodputBps = float64(res.BytesReceived) * 8 / res.Elapsed.Seconds()
-	}
-	live.Lock()
-	for _, nd := range n.Nodes() {
-		c := nd.Counters
-		res.NetPackets += c.SentPackets
-		res.NetBytes += c.SentBytes
-		res.LossDrops += c.Drops[netmodel.DropLoss]
-		res.QueueDrops += c.Drops[netmodel.DropQueue]
-		res.SockDrops += c.Drops[netmodel.DropSockBuf]
-	}
-	if h := n.Node(0).Host(); h != nil {
-		res.Queues = append(res.Queues, QueueReport{"sender host", cfg.HostQdisc, *h.Qdisc().Stats()})
-	}
-	res.Queues = append(res.Queues,
-		QueueReport{"sender uplink", cfg.UpQdisc, *n.Node(0).Up().Qdisc().Stats()},
-		QueueReport{"receiver downlink", cfg.DownQdisc, *n.Node(1).Down().Qdisc().Stats()})
-	res.Events = sim.Fired()
-	live.Unlock()
-	res.CoreWakes = live.Wakes()
+	collect(&res, cfg, live, n)
 	return res, nil
 }
 
-// sendFlow writes flow f's data on a new stream: exactly cfg.Bytes of
-// seeded pseudo-random data (checked by hash), or one random chunk over and
-// over until the deadline.
+// tcpPort is the receiver's listening port with Transport "tcp".
+const tcpPort = 5201
+
+// runTCP runs the flows over the TCP model, one connection each.
+func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network) (Result, error) {
+	st, err := tcp.NewStack(live, n, *cfg.TCP)
+	if err != nil {
+		return Result{}, fmt.Errorf("bulk: %w", err)
+	}
+	ln, err := st.Listen(1, tcpPort)
+	if err != nil {
+		return Result{}, fmt.Errorf("bulk: %w", err)
+	}
+
+	// Teardown, on every return: the clients' connections close (a FIN
+	// after the data written), then the listener and the receivers'
+	// connections (a reset where data is left unread, as at the end of a
+	// timed transfer); every goroutine has ended when it returns.
+	var (
+		srvMu    sync.Mutex
+		srvConns []net.Conn
+		stopping bool
+		conns    []*tcp.Conn
+		srvWG    sync.WaitGroup
+		cliWG    sync.WaitGroup
+		stopOnce sync.Once
+	)
+	stop := func() {
+		stopOnce.Do(func() {
+			for _, c := range conns {
+				c.Close()
+			}
+			cliWG.Wait()
+			ln.Close()
+			srvMu.Lock()
+			stopping = true
+			for _, c := range srvConns {
+				c.Close()
+			}
+			srvMu.Unlock()
+			srvWG.Wait()
+		})
+	}
+	defer stop()
+
+	// The server: one reader per accepted connection. The first byte names
+	// the flow.
+	ft := &flowTable{flows: make([]flowResult, cfg.Flows)}
+	srvWG.Add(1)
+	go func() {
+		defer srvWG.Done()
+		for range cfg.Flows {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			srvMu.Lock()
+			if stopping {
+				srvMu.Unlock()
+				conn.Close()
+				return
+			}
+			srvConns = append(srvConns, conn)
+			srvMu.Unlock()
+			srvWG.Add(1)
+			go func() {
+				defer srvWG.Done()
+				defer conn.Close()
+				var id [1]byte
+				if _, err := io.ReadFull(conn, id[:]); err != nil || int(id[0]) >= cfg.Flows {
+					return
+				}
+				ft.receive(live, conn, int(id[0]), cfg)
+			}()
+		}
+	}()
+
+	// The clients.
+	start := live.Now()
+	deadline := start + cfg.Duration
+	cliErrs := make([]error, cfg.Flows)
+	for f := range cfg.Flows {
+		conn, err := st.Dial(ctx, 0, ln.Addr())
+		if err != nil {
+			return Result{}, fmt.Errorf("bulk: flow %d: %w", f, err)
+		}
+		conns = append(conns, conn)
+		cliWG.Add(1)
+		go func() {
+			defer cliWG.Done()
+			if err := writeFlow(live, conn, f, cfg, deadline); err != nil {
+				cliErrs[f] = err
+				return
+			}
+			if cfg.Bytes > 0 {
+				if err := conn.CloseWrite(); err != nil {
+					cliErrs[f] = fmt.Errorf("bulk: flow %d: close: %w", f, err)
+				}
+			}
+		}()
+	}
+	cliWG.Wait()
+	for _, err := range cliErrs {
+		if err != nil {
+			return Result{}, err
+		}
+	}
+	var res Result
+	if cfg.Bytes > 0 {
+		srvWG.Wait()
+	} else if d := deadline - live.Now(); d > 0 {
+		time.Sleep(d.Duration())
+	}
+	if err := ft.finish(&res, cfg, start); err != nil {
+		return Result{}, err
+	}
+	for _, c := range conns {
+		s := c.Stats()
+		res.SegmentsSent += s.SegsOut
+		res.SegmentsRetrans += s.Retransmits
+		res.FastRecoveries += s.FastRecoveries
+		res.RTOs += s.RTOs
+	}
+	stop()
+	collect(&res, cfg, live, n)
+	return res, nil
+}
+
+// sendFlow writes flow f's data on a new stream of conn, which it closes
+// after a fixed-size transfer.
 func sendFlow(live *des.Live, conn *quicgo.Conn, f int, cfg Config, deadline des.Time) error {
 	str, err := conn.OpenStreamSync(context.Background())
 	if err != nil {
 		return fmt.Errorf("bulk: flow %d: open stream: %w", f, err)
 	}
-	if _, err := str.Write([]byte{byte(f)}); err != nil {
+	if err := writeFlow(live, str, f, cfg, deadline); err != nil {
+		return err
+	}
+	if cfg.Bytes > 0 {
+		return str.Close()
+	}
+	return nil
+}
+
+// flowWriter is a QUIC stream or a TCP connection.
+type flowWriter interface {
+	io.Writer
+	SetWriteDeadline(time.Time) error
+}
+
+// writeFlow writes the flow's id byte, then exactly cfg.Bytes of seeded
+// pseudo-random data (checked by hash), or one random chunk over and over
+// until the deadline.
+func writeFlow(live *des.Live, w flowWriter, f int, cfg Config, deadline des.Time) error {
+	if _, err := w.Write([]byte{byte(f)}); err != nil {
 		return fmt.Errorf("bulk: flow %d: write: %w", f, err)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed+uint64(f), 0x6b756c62))
@@ -336,19 +559,16 @@ func sendFlow(live *des.Live, conn *quicgo.Conn, f int, cfg Config, deadline des
 			fillRandom(rng, chunk[:k])
 		}
 		if cfg.Bytes <= 0 {
-			str.SetWriteDeadline(time.Now().Add((deadline - live.Now()).Duration()))
+			w.SetWriteDeadline(time.Now().Add((deadline - live.Now()).Duration()))
 		}
-		w, err := str.Write(chunk[:k])
-		sent += int64(w)
+		n, err := w.Write(chunk[:k])
+		sent += int64(n)
 		if err != nil {
 			if cfg.Bytes <= 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 				break
 			}
 			return fmt.Errorf("bulk: flow %d: write: %w", f, err)
 		}
-	}
-	if cfg.Bytes > 0 {
-		return str.Close()
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 
 	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/transports/tcp"
 )
 
 // expectedSum is the SHA-256 of the bytes Run writes for seed and n.
@@ -110,5 +112,78 @@ func TestPIESettlesNearTarget(t *testing.T) {
 	}
 	if fifo < 10*pie {
 		t.Fatalf("pfifo mean queue delay %v, not ten times PIE's %v", fifo, pie)
+	}
+}
+
+// TestTCPIntactEachCC: 4 MiB over the TCP model with each congestion
+// control arrives intact (SHA-256), lossless at 50 Mbit/s and 20 ms RTT
+// within [serialisation time, three times it], and through 0.5 % loss
+// each way with retransmissions the sender counted.
+func TestTCPIntactEachCC(t *testing.T) {
+	const size = 4 << 20
+	for _, cc := range []string{tcp.CUBIC, tcp.NewReno, tcp.ShadowReno} {
+		t.Run(cc, func(t *testing.T) {
+			for _, loss := range []float64{0, 0.005} {
+				synctest.Test(t, func(t *testing.T) {
+					tc := tcp.LinuxConfig()
+					tc.CongestionControl = cc
+					res, err := Run(context.Background(), Config{
+						Transport: "tcp", TCP: &tc, Rate: 50e6, RTT: 20 * des.Millisecond, Loss: loss,
+						Bytes: size, Seed: 4,
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.BytesReceived != size || res.SHA256 != expectedSum(4, size) {
+						t.Fatalf("loss %g: received %d bytes, hash match %v", loss, res.BytesReceived, res.SHA256 == expectedSum(4, size))
+					}
+					if res.SegmentsSent < size/1460 || res.PacketsSent != 0 {
+						t.Fatalf("loss %g: %d TCP segments, %d QUIC packets counted", loss, res.SegmentsSent, res.PacketsSent)
+					}
+					floor := des.Time(float64(size) * 8 / 50e6 * 1e9)
+					if loss == 0 && (res.Elapsed < floor || res.Elapsed > 3*floor || res.LossDrops != 0) {
+						t.Fatalf("lossless: elapsed %v (floor %v), loss drops %d", res.Elapsed, floor, res.LossDrops)
+					}
+					if loss > 0 && (res.LossDrops == 0 || res.SegmentsRetrans == 0) {
+						t.Fatalf("loss %g: network loss drops %d, retransmitted segments %d", loss, res.LossDrops, res.SegmentsRetrans)
+					}
+					t.Logf("%s loss %g: elapsed %v goodput %.1f Mbit/s segments %d retrans %d fast recoveries %d RTOs %d",
+						cc, loss, res.Elapsed, res.GoodputBps/1e6, res.SegmentsSent, res.SegmentsRetrans, res.FastRecoveries, res.RTOs)
+				})
+			}
+		})
+	}
+}
+
+// TestTCPTimed: a timed transfer of two TCP flows (Shadow's stack) fills a
+// 20 Mbit/s bottleneck for 3 s and tears down with data still in flight.
+func TestTCPTimed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := tcp.ShadowConfig()
+		res, err := Run(context.Background(), Config{
+			Transport: "tcp", TCP: &tc, Rate: 20e6, RTT: 20 * des.Millisecond, Duration: 3 * des.Second,
+			Flows: 2, Seed: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Elapsed != 3*des.Second || res.GoodputBps < 0.8*20e6 || res.GoodputBps > 20e6 || len(res.FlowGoodput) != 2 {
+			t.Fatalf("elapsed %v, goodput %.2f Mbit/s, %d flows", res.Elapsed, res.GoodputBps/1e6, len(res.FlowGoodput))
+		}
+	})
+}
+
+// TestConfigErrors: a TCP configuration or blocking sends with the wrong
+// transport, and an unknown transport, are refused.
+func TestConfigErrors(t *testing.T) {
+	tc := tcp.LinuxConfig()
+	for _, c := range []Config{
+		{Transport: "quic", TCP: &tc, Bytes: 1},
+		{Transport: "tcp", SendMode: netmodel.BlockWhenFull, Bytes: 1},
+		{Transport: "sctp", Bytes: 1},
+	} {
+		if err := c.defaults(); err == nil {
+			t.Errorf("%+v: accepted", c)
+		}
 	}
 }

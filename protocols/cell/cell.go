@@ -23,6 +23,7 @@ import (
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/queues"
+	"github.com/uplinksim/uplink/transports/tcp"
 	"github.com/uplinksim/uplink/transports/udp"
 )
 
@@ -37,7 +38,7 @@ type Config struct {
 	Payload   int    // bytes
 	Net       string // scenario: home, dc20, dcb20, upN
 	Latency   string // latency model: geo, fixed:50ms, uniform:20ms,100ms
-	Transport string // quic
+	Transport string // quic, or tcp (the profile's TCP model, see Profile.TCP)
 	Profile   Profile
 	Gossip    Gossip
 	Window    des.Time // observation window after the publish
@@ -93,14 +94,19 @@ func (c *Config) validate() error {
 	switch {
 	case c.Arm != "whole":
 		return fmt.Errorf("arm %q: this build runs the whole-message arm (whole)", c.Arm)
-	case c.Transport != "quic":
-		return fmt.Errorf("transport %q: valid transports are: quic", c.Transport)
+	case c.Transport != "quic" && c.Transport != "tcp":
+		return fmt.Errorf("transport %q: valid transports are: quic, tcp", c.Transport)
 	case c.Payload < 1:
 		return fmt.Errorf("payload %d bytes: must be at least 1", c.Payload)
 	case c.Topology == nil && (c.N < 2 || c.Degree < 1):
 		return fmt.Errorf("%d nodes of degree %d: need at least 2 nodes and degree 1", c.N, c.Degree)
 	case c.Window <= 0 || c.Deadline <= 0:
 		return errors.New("the observation window and the deadline must be positive")
+	}
+	if c.Transport == "tcp" {
+		if _, err := c.Profile.tcpConfig(c.Seed); err != nil {
+			return fmt.Errorf("transport tcp: %w", err)
+		}
 	}
 	return c.Gossip.validate()
 }
@@ -200,7 +206,22 @@ func Run(cfg Config) (*Record, error) {
 	}
 	live.Start()
 	defer live.Stop()
-	st := udp.NewStack(live, nw)
+	var newHost func(i int) (host.Host, error)
+	switch cfg.Transport {
+	case "tcp":
+		tc, err := p.tcpConfig(cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("cell: transport tcp: %w", err)
+		}
+		st, err := tcp.NewStack(live, nw, tc)
+		if err != nil {
+			return nil, fmt.Errorf("cell: transport tcp: %w", err)
+		}
+		newHost = func(i int) (host.Host, error) { return newTCPHost(st, i, cfg.Seed) }
+	default:
+		st := udp.NewStack(live, nw)
+		newHost = func(i int) (host.Host, error) { return newQUICHost(st, i, cfg.Seed, p.sendMode()) }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -212,7 +233,7 @@ func Run(cfg Config) (*Record, error) {
 		}
 	}()
 	for i := range n {
-		h, err := newQUICHost(st, i, cfg.Seed, p.sendMode())
+		h, err := newHost(i)
 		if err != nil {
 			return nil, fmt.Errorf("cell: %w", err)
 		}
@@ -223,7 +244,8 @@ func Run(cfg Config) (*Record, error) {
 	cfg.logf("cell seed %d: %d hosts in %.1f s", cfg.Seed, n, rec.Phases.Hosts)
 
 	// Dial the graph: the lower index dials, a few dials in flight per node.
-	if err := dialGraph(ctx, hosts, graph); err != nil {
+	addr := func(i int) ma.Multiaddr { return hostAddr(cfg.Transport, i) }
+	if err := dialGraph(ctx, hosts, graph, addr); err != nil {
 		return nil, fmt.Errorf("cell: dial: %w", err)
 	}
 	restoreProcs()
@@ -417,9 +439,9 @@ func meshesWithin(ts []*tracer, g Gossip) bool {
 	return true
 }
 
-// dialGraph connects every edge, the lower index dialling, with up to
-// eight dials in flight per node.
-func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph) error {
+// dialGraph connects every edge, the lower index dialling node j at
+// addr(j), with up to eight dials in flight per node.
+func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph, addr func(int) ma.Multiaddr) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
 	for i, h := range hosts {
@@ -434,7 +456,7 @@ func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph) error 
 				go func() {
 					defer inner.Done()
 					defer func() { <-sem }()
-					ai := peer.AddrInfo{ID: hosts[j].ID(), Addrs: []ma.Multiaddr{QUICAddr(j)}}
+					ai := peer.AddrInfo{ID: hosts[j].ID(), Addrs: []ma.Multiaddr{addr(j)}}
 					if err := h.Connect(ctx, ai); err != nil {
 						select {
 						case errs <- fmt.Errorf("node %d to node %d: %w", i, j, err):

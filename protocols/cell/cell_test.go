@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/uplinksim/uplink/transports/tcp"
 )
 
 func TestQuantileRule(t *testing.T) {
@@ -51,19 +53,75 @@ func TestProfilesAndKnobs(t *testing.T) {
 	}
 }
 
-// TestSmallWholeMessageCell: 20 nodes, degree 6, 256 KiB, home, harness
-// profile: every receiver completes, completion times are ordered, the
-// meshes formed, and the publisher sent at least one copy of the payload.
+// TestTCPKnobs: the TCP preset follows the profile (shadow: Shadow's Reno,
+// unpaced; kernel and harness: CUBIC, paced); cc and pacing override the
+// preset's fields and report the values in effect.
+func TestTCPKnobs(t *testing.T) {
+	want := map[string][3]string{
+		"shadow":  {"shadow", "shadow-reno", "off"},
+		"kernel":  {"linux", "cubic", "on"},
+		"harness": {"linux", "cubic", "on"},
+	}
+	for name, w := range want {
+		p, _ := LookupProfile(name)
+		k := p.Knobs()
+		if got := [3]string{k["tcp"], k["cc"], k["pacing"]}; got != w {
+			t.Errorf("%s: tcp, cc, pacing = %v; want %v", name, got, w)
+		}
+	}
+	p, _ := LookupProfile("shadow")
+	if err := p.Set("tcp", "linux"); err != nil {
+		t.Fatal(err)
+	}
+	if k := p.Knobs(); k["cc"] != "cubic" || k["pacing"] != "on" {
+		t.Fatalf("after tcp=linux: cc %s, pacing %s; want the Linux preset's cubic, on", k["cc"], k["pacing"])
+	}
+	for kv, bad := range map[[2]string]bool{
+		{"cc", "newreno"}: false, {"pacing", "off"}: false,
+		{"cc", "bbr"}: true, {"pacing", "maybe"}: true, {"tcp", "freebsd"}: true,
+	} {
+		if err := p.Set(kv[0], kv[1]); (err != nil) != bad {
+			t.Errorf("Set(%s, %s): %v", kv[0], kv[1], err)
+		}
+	}
+	c, err := p.tcpConfig(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := tcp.LinuxConfig()
+	if c.CongestionControl != tcp.NewReno || c.Pacing || c.Seed != 5 || c.DelayedAck != lin.DelayedAck || !c.SACK {
+		t.Fatalf("tcp=linux cc=newreno pacing=off gave %+v", c)
+	}
+	bad := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: Profile{TCP: "bsd"}}
+	bad.Defaults()
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "knob tcp") {
+		t.Fatalf("a cell with an unknown TCP preset: %v; want an error naming the knob", err)
+	}
+}
+
+// TestSmallWholeMessageCell: 20 nodes, degree 6, 256 KiB, home, under the
+// harness and shadow profiles over QUIC and the shadow profile over TCP
+// (Shadow's Reno): every receiver completes, completion times are
+// ordered, the meshes formed, and the publisher sent at least one copy of
+// the payload.
 func TestSmallWholeMessageCell(t *testing.T) {
-	for _, prof := range []string{"harness", "shadow"} {
-		t.Run(prof, func(t *testing.T) {
+	for _, c := range []struct{ name, prof, transport string }{
+		{"harness", "harness", "quic"},
+		{"shadow", "shadow", "quic"},
+		{"shadow-tcp", "shadow", "tcp"},
+	} {
+		prof := c.prof
+		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p, _ := LookupProfile(prof)
 				g := StudyGossip()
 				g.D, g.Dlo, g.Dhi = 4, 3, 6
-				rec, err := Run(Config{Seed: 7, N: 20, Degree: 6, Payload: 256 << 10, Profile: p, Gossip: g})
+				rec, err := Run(Config{Seed: 7, N: 20, Degree: 6, Payload: 256 << 10, Transport: c.transport, Profile: p, Gossip: g})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if rec.Transport != c.transport {
+					t.Fatalf("record transport %q; want %q", rec.Transport, c.transport)
 				}
 				if rec.Completed != 19 || rec.Total != 19 {
 					t.Fatalf("%d of %d receivers completed", rec.Completed, rec.Total)
@@ -78,7 +136,7 @@ func TestSmallWholeMessageCell(t *testing.T) {
 					t.Fatalf("publisher sent %d bytes, less than one payload", rec.PubBytes)
 				}
 				t.Logf("%s: p50 %.3f p99 %.3f last %.3f dups %d idw %d pub %d wall %.1fs phases %+v",
-					prof, *rec.P50S, *rec.P99S, *rec.LastS, rec.Dups, rec.IdwTx, rec.PubBytes, rec.WallS, rec.Phases)
+					c.name, *rec.P50S, *rec.P99S, *rec.LastS, rec.Dups, rec.IdwTx, rec.PubBytes, rec.WallS, rec.Phases)
 			})
 		})
 	}

@@ -18,11 +18,17 @@ import (
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/transports/libp2ptcp"
+	"github.com/uplinksim/uplink/transports/tcp"
 	"github.com/uplinksim/uplink/transports/udp"
 )
 
-// QUICPort is the UDP port every host listens on.
-const QUICPort = 8000
+// QUICPort is the UDP port every host listens on with Transport "quic";
+// TCPPort the TCP port with Transport "tcp".
+const (
+	QUICPort = 8000
+	TCPPort  = 9000
+)
 
 // hostKey derives node i's Ed25519 identity from the cell seed, so peer ids
 // (and with them gossipsub's peer order) are the same in every run of a
@@ -49,6 +55,35 @@ func QUICAddr(i int) ma.Multiaddr {
 	return ma.StringCast(fmt.Sprintf("/ip4/%s/udp/%d/quic-v1", netmodel.NodeAddr(i), QUICPort))
 }
 
+// TCPAddr is node i's listen multiaddr with Transport "tcp".
+func TCPAddr(i int) ma.Multiaddr {
+	return libp2ptcp.Multiaddr(netmodel.NodeAddr(i), TCPPort)
+}
+
+// hostAddr is node i's listen multiaddr on transport ("quic" or "tcp").
+func hostAddr(transport string, i int) ma.Multiaddr {
+	if transport == "tcp" {
+		return TCPAddr(i)
+	}
+	return QUICAddr(i)
+}
+
+// cheapOptions keep a host cheap: the null resource manager and connection
+// manager, no identify address discovery, no relay, no metrics, no ping,
+// no NAT port mapping, no UDP or IPv6 black-hole detection.
+func cheapOptions() []libp2p.Option {
+	return []libp2p.Option{
+		libp2p.DisableIdentifyAddressDiscovery(),
+		libp2p.ResourceManager(&network.NullResourceManager{}),
+		libp2p.ConnectionManager(connmgr.NullConnMgr{}),
+		libp2p.DisableRelay(),
+		libp2p.DisableMetrics(),
+		libp2p.Ping(false),
+		libp2p.UDPBlackHoleSuccessCounter(nil),
+		libp2p.IPv6BlackHoleSuccessCounter(nil),
+	}
+}
+
 // sourceIP answers quicreuse's question "which local address reaches
 // this destination" with the node's one address.
 type sourceIP net.IP
@@ -58,9 +93,7 @@ func (s sourceIP) PreferredSourceIPForDestination(*net.UDPAddr) (net.IP, error) 
 }
 
 // newQUICHost builds a go-libp2p host for node i whose QUIC transport runs
-// on uplink's virtual UDP. It is kept cheap: the null resource manager and
-// connection manager, no identify address discovery, no relay, no metrics,
-// no ping, no NAT port mapping, no UDP black-hole detection.
+// on uplink's virtual UDP, with cheapOptions.
 func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (host.Host, error) {
 	priv, err := hostKey(seed, i)
 	if err != nil {
@@ -87,21 +120,36 @@ func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (hos
 			return st.Listen(i, uint16(addr.Port), mode)
 		}),
 	)
-	h, err := libp2p.New(
+	h, err := libp2p.New(append([]libp2p.Option{
 		libp2p.Identity(priv),
 		libp2p.ListenAddrs(QUICAddr(i)),
 		libp2p.NoTransports,
 		libp2p.Transport(libp2pquic.NewTransport),
 		reuse,
-		libp2p.DisableIdentifyAddressDiscovery(),
-		libp2p.ResourceManager(&network.NullResourceManager{}),
-		libp2p.ConnectionManager(connmgr.NullConnMgr{}),
-		libp2p.DisableRelay(),
-		libp2p.DisableMetrics(),
-		libp2p.Ping(false),
-		libp2p.UDPBlackHoleSuccessCounter(nil),
-		libp2p.IPv6BlackHoleSuccessCounter(nil),
-	)
+	}, cheapOptions()...)...)
+	if err != nil {
+		return nil, fmt.Errorf("node %d host: %w", i, err)
+	}
+	return h, nil
+}
+
+// newTCPHost builds a go-libp2p host for node i whose TCP transport runs
+// on uplink's TCP model (st), listening on TCPAddr(i), with go-libp2p's
+// default security transports (TLS 1.3 preferred, then Noise; TLS also
+// selects yamux in its handshake) and muxer (yamux), and cheapOptions.
+func newTCPHost(st *tcp.Stack, i int, seed uint64) (host.Host, error) {
+	priv, err := hostKey(seed, i)
+	if err != nil {
+		return nil, err
+	}
+	h, err := libp2p.New(append([]libp2p.Option{
+		libp2p.Identity(priv),
+		libp2p.ListenAddrs(TCPAddr(i)),
+		libp2p.NoTransports,
+		libp2p.Transport(libp2ptcp.Constructor(st, i)),
+		libp2p.DefaultSecurity,
+		libp2p.DefaultMuxers,
+	}, cheapOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("node %d host: %w", i, err)
 	}

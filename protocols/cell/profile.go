@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/transports/tcp"
 )
 
 // Profile is a named bundle of network-model knobs that reproduces one
@@ -33,6 +34,15 @@ type Profile struct {
 	// after subscribing, whatever the meshes (Shadow's fixed instants).
 	MeshWait string
 	Settle   float64 // seconds
+	// TCP is the TCP model preset of Transport "tcp": "linux"
+	// (tcp.LinuxConfig: CUBIC with HyStart, SACK, pacing, Linux's delayed
+	// ACKs and autotuning) or "shadow" (tcp.ShadowConfig: Shadow's Reno,
+	// no SACK, unpaced, Shadow's delayed ACKs and autotuning).
+	TCP string
+	// CC and Pacing, when set, override the preset's congestion control
+	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
+	// of the preset stays.
+	CC, Pacing string
 }
 
 // The profiles, knob by knob with the source of each value (backends.md
@@ -56,6 +66,8 @@ var profiles = map[string]Profile{
 		// is within [Dlo, Dhi].
 		MeshWait: "stable", Settle: 2.5,
 		HostRate: 1e9,
+		// TCP (--transport tcp): the harness's hosts run Linux's stack.
+		TCP: "linux",
 	},
 	// Shadow 3.x.
 	"shadow": {
@@ -76,6 +88,8 @@ var profiles = map[string]Profile{
 		// the settle time here is counted from subscribing.
 		MeshWait: "fixed", Settle: 10,
 		HostRate: 1e9,
+		// TCP: Shadow's own stack (Reno with Shadow's constants, unpaced).
+		TCP: "shadow",
 	},
 	// Linux network namespaces (report Appendix C).
 	"kernel": {
@@ -95,6 +109,8 @@ var profiles = map[string]Profile{
 		// subscribing.
 		MeshWait: "fixed", Settle: 20,
 		HostRate: 1e9,
+		// TCP: the kernel's stack (CUBIC, paced).
+		TCP: "linux",
 	},
 }
 
@@ -188,6 +204,78 @@ var knobs = []knob{
 			p.Settle = f
 			return nil
 		}},
+	stringKnob("tcp", "TCP model preset of --transport tcp: linux (CUBIC, paced) or shadow (Shadow's Reno, unpaced)", func(p *Profile) *string { return &p.TCP }, tcpPresets...),
+	{"cc", "TCP congestion control, over the tcp preset's: " + strings.Join(ccNames, ", "),
+		func(p *Profile) string {
+			if c, err := p.tcpConfig(0); err == nil {
+				return c.CongestionControl
+			}
+			return p.CC
+		},
+		func(p *Profile, v string) error {
+			if !slices.Contains(ccNames, v) {
+				return fmt.Errorf("knob cc=%q: valid values: %s", v, strings.Join(ccNames, ", "))
+			}
+			p.CC = v
+			return nil
+		}},
+	{"pacing", "TCP pacing, over the tcp preset's: on or off",
+		func(p *Profile) string {
+			if c, err := p.tcpConfig(0); err == nil {
+				return onOff(c.Pacing)
+			}
+			return p.Pacing
+		},
+		func(p *Profile, v string) error {
+			if v != "on" && v != "off" {
+				return fmt.Errorf("knob pacing=%q: valid values: on, off", v)
+			}
+			p.Pacing = v
+			return nil
+		}},
+}
+
+var (
+	tcpPresets = []string{"linux", "shadow"}
+	ccNames    = []string{tcp.CUBIC, tcp.NewReno, tcp.ShadowReno}
+)
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// tcpConfig is the TCP model of Transport "tcp": the tcp preset with the
+// cc and pacing overrides, its initial sequence numbers derived from seed.
+// The knobs cc and pacing report its values.
+func (p *Profile) tcpConfig(seed uint64) (tcp.Config, error) {
+	var c tcp.Config
+	switch p.TCP {
+	case "linux":
+		c = tcp.LinuxConfig()
+	case "shadow":
+		c = tcp.ShadowConfig()
+	default:
+		return tcp.Config{}, fmt.Errorf("knob tcp=%q: valid values: %s", p.TCP, strings.Join(tcpPresets, ", "))
+	}
+	switch {
+	case p.CC == "":
+	case slices.Contains(ccNames, p.CC):
+		c.CongestionControl = p.CC
+	default:
+		return tcp.Config{}, fmt.Errorf("knob cc=%q: valid values: %s", p.CC, strings.Join(ccNames, ", "))
+	}
+	switch p.Pacing {
+	case "":
+	case "on", "off":
+		c.Pacing = p.Pacing == "on"
+	default:
+		return tcp.Config{}, fmt.Errorf("knob pacing=%q: valid values: on, off", p.Pacing)
+	}
+	c.Seed = seed
+	return c, nil
 }
 
 // KnobNames lists the profile knobs with their help, for --help.
