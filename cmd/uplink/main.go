@@ -18,7 +18,7 @@ Usage:
 
 Commands:
   run       gossipsub cells (the main job); a bare 'uplink run' runs a small default
-  bulk      one transfer between two nodes over real quic-go
+  bulk      bulk transfers between two nodes over real quic-go or uplink's TCP
   version   print the version
 
 Run 'uplink <command> --help' for a command's flags.

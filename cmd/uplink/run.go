@@ -47,7 +47,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	netS := fs.String("net", "home", "scenario: "+strings.Join(netmodel.ScenarioNames(), ", "))
 	latency := fs.String("latency", "geo", "latency model: geo, fixed:50ms, uniform:20ms,100ms")
 	profilesS := fs.String("profile", "harness,shadow", "profiles, comma-separated, run side by side: "+strings.Join(cell.ProfileNames(), ", "))
-	transport := fs.String("transport", "quic", "transport: quic")
+	transport := fs.String("transport", "quic", "transport: quic, or tcp (uplink's TCP model with TLS and yamux; see the tcp, cc and pacing knobs)")
 	seedsS := fs.String("seeds", "7", "seeds: 7, 7-16 or 7,9,11")
 	out := fs.String("out", "", "append one JSON record per cell run to this file (JSON Lines)")
 	perNode := fs.Bool("per-node", false, "include per-node rows in the records")
