@@ -243,27 +243,41 @@ func (s *Sim) Run() {
 	}
 }
 
-// eheap is a d-ary min-heap of entries ordered by (at, seq); each timer
+// eheap is a binary min-heap of entries ordered by (at, seq); each timer
 // knows its index, so Cancel and reschedule are O(log n). A 4-ary heap
-// measured no faster than a binary one in BenchmarkHold.
+// measured no faster in BenchmarkHold.
 type eheap []entry
 
-const arity = 2
-
-// popMin removes the root.
+// popMin removes the root with Floyd's bottom-up method: the hole left at
+// the root sinks to a leaf along the smaller children (one comparison a
+// level), then the last entry rises from there, usually a level or two.
 func (hp *eheap) popMin() {
 	h := *hp
 	h[0].t.idx = -1
 	last := len(h) - 1
-	if last > 0 {
-		h[0] = h[last]
-		h[0].t.idx = 0
-	}
+	e := h[last]
 	h[last] = entry{}
-	*hp = h[:last]
-	if last > 1 {
-		hp.down(0)
+	h = h[:last]
+	*hp = h
+	if last == 0 {
+		return
 	}
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= last {
+			break
+		}
+		if r := c + 1; r < last && h[r].before(&h[c]) {
+			c = r
+		}
+		h[i] = h[c]
+		h[i].t.idx = i
+		i = c
+	}
+	h[i] = e
+	e.t.idx = i
+	hp.up(i)
 }
 
 func (hp *eheap) removeAt(i int) {
@@ -286,7 +300,7 @@ func (hp *eheap) up(i int) {
 	h := *hp
 	e := h[i]
 	for i > 0 {
-		p := (i - 1) / arity
+		p := (i - 1) / 2
 		if !e.before(&h[p]) {
 			break
 		}
@@ -303,15 +317,12 @@ func (hp *eheap) down(i int) {
 	n := len(h)
 	e := h[i]
 	for {
-		first := arity*i + 1
-		if first >= n {
+		c := 2*i + 1
+		if c >= n {
 			break
 		}
-		c := first
-		for k := first + 1; k < first+arity && k < n; k++ {
-			if h[k].before(&h[c]) {
-				c = k
-			}
+		if r := c + 1; r < n && h[r].before(&h[c]) {
+			c = r
 		}
 		if !h[c].before(&e) {
 			break
