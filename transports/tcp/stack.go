@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"time"
 
@@ -239,7 +238,7 @@ func (st *Stack) newConn(ep *Endpoint) *Conn {
 		readable: make(chan struct{}, 1),
 		writable: make(chan struct{}, 1),
 		closed:   make(chan struct{}),
-		dlChange: make(chan struct{}),
+		dl:       des.NewDeadlines(),
 	}
 	ep.SetCallbacks(c.callbacks())
 	return c
@@ -253,11 +252,8 @@ type Conn struct {
 	readable     chan struct{}
 	writable     chan struct{}
 	closed       chan struct{}
-
-	dlMu      sync.Mutex
-	rdl, wdl  time.Time
-	dlChange  chan struct{} // closed and replaced when a deadline changes
-	closeOnce sync.Once
+	dl           *des.Deadlines
+	closeOnce    sync.Once
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -322,7 +318,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 		default:
 			return 0, c.opErr("read", err)
 		}
-		if err := c.wait(c.readable, true); err != nil {
+		if err := c.dl.Wait(c.readable, c.closed, true); err != nil {
 			return 0, c.opErr("read", err)
 		}
 	}
@@ -353,49 +349,8 @@ func (c *Conn) Write(b []byte) (int, error) {
 			}
 			return written, nil
 		}
-		if err := c.wait(c.writable, false); err != nil {
+		if err := c.dl.Wait(c.writable, c.closed, false); err != nil {
 			return written, c.opErr("write", err)
-		}
-	}
-}
-
-// wait blocks until ch is signalled, the conn is closed, or the read (or
-// write) deadline passes.
-func (c *Conn) wait(ch chan struct{}, read bool) error {
-	for {
-		c.dlMu.Lock()
-		dl, change := c.wdl, c.dlChange
-		if read {
-			dl = c.rdl
-		}
-		c.dlMu.Unlock()
-		var timeout <-chan time.Time
-		var t *time.Timer
-		if !dl.IsZero() {
-			d := time.Until(dl)
-			if d <= 0 {
-				return os.ErrDeadlineExceeded
-			}
-			t = time.NewTimer(d)
-			timeout = t.C
-		}
-		select {
-		case <-ch:
-			if t != nil {
-				t.Stop()
-			}
-			return nil
-		case <-c.closed:
-			if t != nil {
-				t.Stop()
-			}
-			return net.ErrClosed
-		case <-timeout:
-			return os.ErrDeadlineExceeded
-		case <-change:
-			if t != nil {
-				t.Stop()
-			}
 		}
 	}
 }
@@ -436,24 +391,11 @@ func (c *Conn) CloseWrite() error {
 func (c *Conn) LocalAddr() net.Addr  { return c.laddr }
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
 
-func (c *Conn) setDeadlines(r, w bool, t time.Time) {
-	c.dlMu.Lock()
-	if r {
-		c.rdl = t
-	}
-	if w {
-		c.wdl = t
-	}
-	close(c.dlChange)
-	c.dlChange = make(chan struct{})
-	c.dlMu.Unlock()
-}
-
 // SetDeadline sets the read and write deadlines.
-func (c *Conn) SetDeadline(t time.Time) error { c.setDeadlines(true, true, t); return nil }
+func (c *Conn) SetDeadline(t time.Time) error { c.dl.Set(true, true, t); return nil }
 
 // SetReadDeadline sets the read deadline.
-func (c *Conn) SetReadDeadline(t time.Time) error { c.setDeadlines(true, false, t); return nil }
+func (c *Conn) SetReadDeadline(t time.Time) error { c.dl.Set(true, false, t); return nil }
 
 // SetWriteDeadline sets the write deadline.
-func (c *Conn) SetWriteDeadline(t time.Time) error { c.setDeadlines(false, true, t); return nil }
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.dl.Set(false, true, t); return nil }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"time"
 
@@ -69,7 +68,7 @@ func (st *Stack) Listen(node int, port uint16, mode netmodel.SendMode) (*Conn, e
 		readable: make(chan struct{}, 1),
 		writable: make(chan struct{}, 1),
 		closed:   make(chan struct{}),
-		dlChange: make(chan struct{}),
+		dl:       des.NewDeadlines(),
 	}
 	s.OnReadable = func() { signal(c.readable) }
 	s.OnWritable = func() { signal(c.writable) }
@@ -86,16 +85,13 @@ func signal(ch chan struct{}) {
 // Conn is a virtual UDP socket; it implements net.PacketConn and the
 // buffer-size setters quic-go looks for.
 type Conn struct {
-	st       *Stack
-	s        *netmodel.Socket
-	laddr    *net.UDPAddr
-	readable chan struct{}
-	writable chan struct{}
-	closed   chan struct{}
-
-	dlMu      sync.Mutex
-	rdl, wdl  time.Time
-	dlChange  chan struct{} // closed and replaced when a deadline changes
+	st        *Stack
+	s         *netmodel.Socket
+	laddr     *net.UDPAddr
+	readable  chan struct{}
+	writable  chan struct{}
+	closed    chan struct{}
+	dl        *des.Deadlines
 	closeOnce sync.Once
 }
 
@@ -120,7 +116,7 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 			return n, a, nil
 		}
 		l.Unlock()
-		if err := c.wait(c.readable, true); err != nil {
+		if err := c.dl.Wait(c.readable, c.closed, true); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -142,7 +138,7 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		case err == nil:
 			return len(b), nil
 		case errors.Is(err, netmodel.ErrWouldBlock):
-			if err := c.wait(c.writable, false); err != nil {
+			if err := c.dl.Wait(c.writable, c.closed, false); err != nil {
 				return 0, err
 			}
 		case errors.Is(err, netmodel.ErrClosed):
@@ -172,38 +168,6 @@ func (c *Conn) resolve(addr net.Addr) (int, uint16, error) {
 	return n, ap.Port(), nil
 }
 
-// wait blocks until ch is signalled, the conn is closed, or the read (or
-// write) deadline passes.
-func (c *Conn) wait(ch chan struct{}, read bool) error {
-	for {
-		c.dlMu.Lock()
-		dl, change := c.wdl, c.dlChange
-		if read {
-			dl = c.rdl
-		}
-		c.dlMu.Unlock()
-		var timeout <-chan time.Time
-		if !dl.IsZero() {
-			d := time.Until(dl)
-			if d <= 0 {
-				return os.ErrDeadlineExceeded
-			}
-			t := time.NewTimer(d)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-ch:
-			return nil
-		case <-c.closed:
-			return net.ErrClosed
-		case <-timeout:
-			return os.ErrDeadlineExceeded
-		case <-change:
-		}
-	}
-}
-
 // Close unbinds the socket and wakes any waiting reader or writer.
 func (c *Conn) Close() error {
 	err := net.ErrClosed
@@ -221,27 +185,14 @@ func (c *Conn) Close() error {
 // LocalAddr is the bound address.
 func (c *Conn) LocalAddr() net.Addr { return c.laddr }
 
-func (c *Conn) setDeadlines(r, w bool, t time.Time) {
-	c.dlMu.Lock()
-	if r {
-		c.rdl = t
-	}
-	if w {
-		c.wdl = t
-	}
-	close(c.dlChange)
-	c.dlChange = make(chan struct{})
-	c.dlMu.Unlock()
-}
-
 // SetDeadline sets the read and write deadlines.
-func (c *Conn) SetDeadline(t time.Time) error { c.setDeadlines(true, true, t); return nil }
+func (c *Conn) SetDeadline(t time.Time) error { c.dl.Set(true, true, t); return nil }
 
 // SetReadDeadline sets the read deadline.
-func (c *Conn) SetReadDeadline(t time.Time) error { c.setDeadlines(true, false, t); return nil }
+func (c *Conn) SetReadDeadline(t time.Time) error { c.dl.Set(true, false, t); return nil }
 
 // SetWriteDeadline sets the write deadline.
-func (c *Conn) SetWriteDeadline(t time.Time) error { c.setDeadlines(false, true, t); return nil }
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.dl.Set(false, true, t); return nil }
 
 // SetReadBuffer sets the receive buffer; the stored size is doubled and
 // clamped, as on Linux and Shadow.
