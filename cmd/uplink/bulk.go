@@ -133,19 +133,11 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	}
 	runtime.GOMAXPROCS(*procs)
 	debug.SetGCPercent(*gcPercent)
-	if *cpuprofile != "" {
-		// The profiler's writer goroutine must start outside the bubble, or
-		// it would keep the bubble's virtual time from advancing.
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	fmt.Fprintf(stderr, "bulk: %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, *tcpPreset), cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
 	var res bulk.Result
 	start := time.Now()
@@ -253,4 +245,26 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 	if r.NetPackets > 0 {
 		row("wall µs per sim packet", "%.2f", float64(wall.Microseconds())/float64(r.NetPackets))
 	}
+}
+
+// startCPUProfile starts the CPU profiler writing to path ("" : none) and
+// returns the function that stops it. It must run outside the bubble: the
+// profiler's writer goroutine inside it would keep virtual time from
+// advancing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -391,25 +390,18 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{errors.New("cell: takes a JSON cell configuration on standard input (it is run by uplink run)")}
 	}
-	if *cpuprofile != "" {
-		// Started outside the bubble, or its writer would stall virtual time.
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var c cell.Config
 	if err := json.NewDecoder(stdin).Decode(&c); err != nil {
 		return fmt.Errorf("cell: reading the configuration: %w", err)
 	}
 	c.Progress = stderr
 	var rec *cell.Record
-	err := des.RunInBubble(func(*testing.T) error {
+	err = des.RunInBubble(func(*testing.T) error {
 		var err error
 		rec, err = cell.Run(c)
 		return err
