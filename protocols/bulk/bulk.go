@@ -238,6 +238,28 @@ func (ft *flowTable) receive(live *des.Live, r io.Reader, f int, cfg Config) {
 // finish fills res with the elapsed time, the bytes received, the goodput
 // per flow and flow 0's hash, once every flow ended (fixed-size transfers)
 // or at the deadline.
+// awaitFlows waits for the senders, then for the receivers to see every
+// byte (a fixed-size transfer) or for the deadline (a timed one), and fills
+// in what the flows measured.
+func awaitFlows(live *des.Live, cliWG *sync.WaitGroup, cliErrs []error, srvWG *sync.WaitGroup, ft *flowTable, cfg Config, start, deadline des.Time) (Result, error) {
+	cliWG.Wait()
+	for _, err := range cliErrs {
+		if err != nil {
+			return Result{}, err
+		}
+	}
+	var res Result
+	if cfg.Bytes > 0 {
+		srvWG.Wait()
+	} else if d := deadline - live.Now(); d > 0 {
+		time.Sleep(d.Duration())
+	}
+	if err := ft.finish(&res, cfg, start); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
 func (ft *flowTable) finish(res *Result, cfg Config, start des.Time) error {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
@@ -360,19 +382,8 @@ func runQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Networ
 			cliErrs[f] = sendFlow(live, conn, f, cfg, deadline)
 		}()
 	}
-	cliWG.Wait()
-	for _, err := range cliErrs {
-		if err != nil {
-			return Result{}, err
-		}
-	}
-	var res Result
-	if cfg.Bytes > 0 {
-		srvWG.Wait()
-	} else if d := deadline - live.Now(); d > 0 {
-		time.Sleep(d.Duration())
-	}
-	if err := ft.finish(&res, cfg, start); err != nil {
+	res, err := awaitFlows(live, &cliWG, cliErrs, &srvWG, ft, cfg, start, deadline)
+	if err != nil {
 		return Result{}, err
 	}
 	for _, c := range conns {
@@ -488,19 +499,8 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 			}
 		}()
 	}
-	cliWG.Wait()
-	for _, err := range cliErrs {
-		if err != nil {
-			return Result{}, err
-		}
-	}
-	var res Result
-	if cfg.Bytes > 0 {
-		srvWG.Wait()
-	} else if d := deadline - live.Now(); d > 0 {
-		time.Sleep(d.Duration())
-	}
-	if err := ft.finish(&res, cfg, start); err != nil {
+	res, err := awaitFlows(live, &cliWG, cliErrs, &srvWG, ft, cfg, start, deadline)
+	if err != nil {
 		return Result{}, err
 	}
 	for _, c := range conns {
