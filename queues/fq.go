@@ -130,6 +130,18 @@ func validateFQ(name string, flows, quantum int, c Classify) error {
 	return nil
 }
 
+// validateFQLimits checks the packet and memory limits of a flow-queueing
+// discipline: positive, or 0 for none.
+func validateFQLimits(name string, limit, memory int) error {
+	if limit < 0 {
+		return fmt.Errorf("%s: limit %d; use a positive packet limit (default %d), or 0 for no limit", name, limit, DefaultFQLimit)
+	}
+	if memory < 0 {
+		return fmt.Errorf("%s: memory_limit %d; use a positive byte limit (default %d), or 0 for no limit", name, memory, DefaultFQMemoryLimit)
+	}
+	return nil
+}
+
 // index returns the bucket of k.
 func (s *fqSched) index(k *FlowKey) int { return bucketOf(s.classify.hash(k), len(s.flows)) }
 

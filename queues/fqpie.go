@@ -48,11 +48,8 @@ func (c *FQPIEConfig) validate() error {
 	if err := validateFQ(name, c.Flows, c.Quantum, c.Classify); err != nil {
 		return err
 	}
-	if c.Limit < 0 {
-		return fmt.Errorf("%s: limit %d; use a positive packet limit (default %d), or 0 for no limit", name, c.Limit, DefaultFQLimit)
-	}
-	if c.MemoryLimit < 0 {
-		return fmt.Errorf("%s: memory_limit %d; use a positive byte limit (default %d), or 0 for none", name, c.MemoryLimit, DefaultFQMemoryLimit)
+	if err := validateFQLimits(name, c.Limit, c.MemoryLimit); err != nil {
+		return err
 	}
 	return nil
 }
