@@ -239,6 +239,7 @@ type Node struct {
 	up, down *Path
 	host     *Path // the host stage in front of up, or nil
 	first    *Path // where sockets enqueue: host if set, else up
+	blocked  int   // sockets whose writers wait for send-buffer space
 	socks    map[uint16]*Socket
 	nextPort uint16
 	unbound  map[uint8]func(p *Packet, now des.Time) // see HandleUnbound

@@ -72,15 +72,30 @@ func (p *Path) next(now des.Time) {
 		return
 	}
 	p.inTx = pk
-	// A departure from an uplink reaches real code no sooner than the
-	// minimum latency later, unless it returns send-buffer space a blocked
-	// writer waits for.
-	class := des.Visible
-	if p.egress && !(p.freesSndbuf && p.net.blocking(pk)) {
-		class = des.Hidden
-	}
-	p.timer.SetClass(class)
+	p.timer.SetClass(p.class())
 	p.net.sim.Schedule(p.timer, p.shaper.Departure(pk.Len, now, p.net.mtu))
+}
+
+// class is the lookahead class of the path's next departure. A departure
+// from an uplink reaches real code no sooner than the minimum latency
+// later, unless it returns send-buffer space a blocked writer waits for.
+func (p *Path) class() uint8 {
+	if p.egress && !(p.freesSndbuf && p.node.blocked > 0) {
+		return des.Hidden
+	}
+	return des.Visible
+}
+
+// promote makes a pending hidden departure visible, at the same instant,
+// when a writer on the node has just blocked and the departure may free its
+// space.
+func (p *Path) promote() {
+	if p.timer.Pending() && p.class() == des.Visible {
+		at := p.timer.At()
+		p.net.sim.Cancel(p.timer)
+		p.timer.SetClass(des.Visible)
+		p.net.sim.Schedule(p.timer, at)
+	}
 }
 
 func (p *Path) depart(now des.Time) {
@@ -98,11 +113,6 @@ func (p *Path) resume(now des.Time) {
 		p.stalled = false
 		p.depart(now)
 	}
-}
-
-// blocking reports whether pk's sending socket blocks on a full buffer.
-func (n *Network) blocking(pk *Packet) bool {
-	return int(pk.Flow.Sock) < len(n.socks) && n.socks[pk.Flow.Sock].mode == BlockWhenFull
 }
 
 // dropped handles a packet the queue discipline dropped: an egress drop

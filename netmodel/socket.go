@@ -179,7 +179,7 @@ func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, o
 	}
 	if s.mode == BlockWhenFull {
 		if s.sndQueued >= s.sndbuf {
-			s.blocked = true
+			s.setBlocked(true)
 			return ErrWouldBlock
 		}
 		s.sndQueued += wire
@@ -206,10 +206,26 @@ func (s *Socket) sent(wire int) {
 	}
 	s.sndQueued -= wire
 	if s.blocked && s.sndQueued < s.sndbuf {
-		s.blocked = false
+		s.setBlocked(false)
 		if s.OnWritable != nil {
 			s.OnWritable()
 		}
+	}
+}
+
+// setBlocked records whether a writer waits for send-buffer space. While
+// one does, the node's departures that free space are visible events, so
+// the writer wakes at the right instant; otherwise they run in batches.
+func (s *Socket) setBlocked(b bool) {
+	if s.blocked == b {
+		return
+	}
+	s.blocked = b
+	if b {
+		s.node.blocked++
+		s.node.first.promote()
+	} else {
+		s.node.blocked--
 	}
 }
 
@@ -302,6 +318,7 @@ func (s *Socket) Close() {
 		return
 	}
 	s.closed = true
+	s.setBlocked(false)
 	delete(s.node.socks, s.port)
 	for s.rqHead < len(s.rq) {
 		s.net.putPacket(s.rq[s.rqHead])
