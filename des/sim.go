@@ -4,7 +4,7 @@
 //
 // # Model time
 //
-// A Sim holds the virtual clock (Time, int64 nanoseconds) and a binary heap
+// A Sim holds the virtual clock (Time, int64 nanoseconds) and binary heaps
 // of pending timers ordered by (instant, insertion sequence), so two events at
 // the same instant fire in the order they were scheduled. A Timer is owned by
 // the model object that uses it (a link's next departure, a socket's wake-up)
@@ -30,6 +30,16 @@
 // an event due earlier than the instant it sleeps towards. In the other
 // direction, a model event that delivers a packet wakes at most the one
 // goroutine waiting on that socket, through a one-slot channel.
+//
+// Events that cannot affect real code soon need no wake-up of their own:
+// a timer of the Hidden class promises that its consequences reach real
+// code no sooner than the Sim's lookahead after its instant (a packet
+// leaving an uplink is at least the minimum one-way latency from any
+// socket). The core sleeps until the earliest instant any pending event
+// could matter (Sim.Horizon) and runs everything due in one batch; events
+// still run in order and see their own instants. A socket write, a read or
+// a deadline in real code catches the model up first, so nothing observes
+// a hidden event late.
 //
 // Enter a bubble from a plain binary with RunInBubble; from a test, use
 // synctest.Test and NewLive inside it.
