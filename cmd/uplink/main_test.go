@@ -147,6 +147,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--seeds", "9-3"}, "--seeds"},
 		{[]string{"run", "--gossip", "D=3"}, "unknown gossip knob"},
 		{[]string{"run", "--uplink-qdisc", "pie@30%"}, "no discipline"},
+		{[]string{"run", "--memlimit", "12"}, "--memlimit"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer

@@ -64,6 +64,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell is fastest; run cells in parallel with --jobs)")
 	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
+	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile into this folder")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -216,6 +217,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	env := append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", *procs), fmt.Sprintf("GOGC=%d", *gogc))
+	if *memLimit != "" {
+		b, err := parseSize(*memLimit)
+		if err != nil || b < 64<<20 {
+			return usageError{fmt.Errorf("--memlimit %q: want a size of at least 64MiB, such as 7GiB", *memLimit)}
+		}
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", b))
+	}
 	return runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir}, stdout, stderr)
 }
 
