@@ -12,16 +12,7 @@ func newCoDelT(t *testing.T, mod func(*CoDelConfig)) (*CoDel, *dropLog) {
 	t.Helper()
 	cfg := DefaultCoDelConfig()
 	cfg.Limit = 0
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewCoDel(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &dropLog{}
-	q.SetDropHook(log.hook)
-	return q, log
+	return buildT(t, cfg, mod, NewCoDel)
 }
 
 // batch enqueues n packets of 1 500 bytes at `at`, then dequeues one every

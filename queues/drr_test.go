@@ -7,17 +7,7 @@ import (
 
 func newDRRT(t *testing.T, mod func(*DRRConfig)) (*DRR, *dropLog) {
 	t.Helper()
-	cfg := DefaultDRRConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewDRR(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &dropLog{}
-	q.SetDropHook(log.hook)
-	return q, log
+	return buildT(t, DefaultDRRConfig(), mod, NewDRR)
 }
 
 // Classic DRR with quantum 600 over A (5 x 1 000 bytes, active first) and

@@ -9,17 +9,7 @@ import (
 
 func newFQCoDelT(t *testing.T, mod func(*FQCoDelConfig)) (*FQCoDel, *dropLog) {
 	t.Helper()
-	cfg := DefaultFQCoDelConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewFQCoDel(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &dropLog{}
-	q.SetDropHook(log.hook)
-	return q, log
+	return buildT(t, DefaultFQCoDelConfig(), mod, NewFQCoDel)
 }
 
 // flowNames maps each dequeued packet to a letter by flow (0 -> A).

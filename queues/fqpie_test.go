@@ -10,20 +10,7 @@ import (
 
 func newFQPIET(t *testing.T, mod func(*FQPIEConfig), rng *rand.Rand) (*FQPIE, *dropLog) {
 	t.Helper()
-	cfg := DefaultFQPIEConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	if rng == nil {
-		rng = rand.New(rand.NewPCG(5, 6))
-	}
-	q, err := NewFQPIE(cfg, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &dropLog{}
-	q.SetDropHook(log.hook)
-	return q, log
+	return buildT(t, DefaultFQPIEConfig(), mod, func(c FQPIEConfig) (*FQPIE, error) { return NewFQPIE(c, rngOr(rng, 5, 6)) })
 }
 
 // The scheduler is FQ-CoDel's: the same DRR++ order.

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/uplinksim/uplink/des"
@@ -64,3 +65,27 @@ type seqSource struct {
 }
 
 func (s *seqSource) Uint64() uint64 { s.draws++; return s.v }
+
+// buildT builds a discipline for a test: cfg (a default config) is
+// modified by mod (if any), built by mk, and given a drop log.
+func buildT[C any, Q Qdisc](t *testing.T, cfg C, mod func(*C), mk func(C) (Q, error)) (Q, *dropLog) {
+	t.Helper()
+	if mod != nil {
+		mod(&cfg)
+	}
+	q, err := mk(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &dropLog{}
+	q.SetDropHook(log.hook)
+	return q, log
+}
+
+// rngOr returns rng, or a fixed PCG stream when rng is nil.
+func rngOr(rng *rand.Rand, a, b uint64) *rand.Rand {
+	if rng == nil {
+		return rand.New(rand.NewPCG(a, b))
+	}
+	return rng
+}

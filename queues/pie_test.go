@@ -10,20 +10,7 @@ import (
 
 func newPIET(t *testing.T, mod func(*PIEConfig), rng *rand.Rand) (*PIE, *dropLog) {
 	t.Helper()
-	cfg := DefaultPIEConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	if rng == nil {
-		rng = rand.New(rand.NewPCG(1, 2))
-	}
-	q, err := NewPIE(cfg, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &dropLog{}
-	q.SetDropHook(log.hook)
-	return q, log
+	return buildT(t, DefaultPIEConfig(), mod, func(c PIEConfig) (*PIE, error) { return NewPIE(c, rngOr(rng, 1, 2)) })
 }
 
 // pieSteps30ms are p after k = 1..8 updates with a constant queue delay of
