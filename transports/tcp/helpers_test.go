@@ -28,7 +28,9 @@ type link struct {
 	upQ, downQ queues.Qdisc
 }
 
-func newTestNet(t testing.TB, cfg Config, ncfg netmodel.Config, nodes ...link) *testNet {
+// buildNet makes a network of the given nodes (10 ms one way unless ncfg
+// says otherwise).
+func buildNet(t testing.TB, ncfg netmodel.Config, nodes ...link) (*des.Sim, *netmodel.Network) {
 	t.Helper()
 	sim := des.NewSim()
 	if ncfg.Latency == nil {
@@ -46,6 +48,12 @@ func newTestNet(t testing.TB, cfg Config, ncfg netmodel.Config, nodes ...link) *
 			t.Fatal(err)
 		}
 	}
+	return sim, n
+}
+
+func newTestNet(t testing.TB, cfg Config, ncfg netmodel.Config, nodes ...link) *testNet {
+	t.Helper()
+	sim, n := buildNet(t, ncfg, nodes...)
 	eng, err := NewEngine(n, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -24,22 +24,7 @@ import (
 // when the test ends.
 func bubble(t *testing.T, cfg Config, ncfg netmodel.Config, nodes ...link) *Stack {
 	t.Helper()
-	sim := des.NewSim()
-	if ncfg.Latency == nil {
-		ncfg.Latency = netmodel.FixedLatency(10 * des.Millisecond)
-	}
-	n, err := netmodel.New(sim, ncfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range nodes {
-		if _, err := n.AddNode(netmodel.NodeConfig{
-			Up:   netmodel.LinkConfig{Qdisc: l.upQ, Shaper: netmodel.OneMTUBurst(l.up)},
-			Down: netmodel.LinkConfig{Qdisc: l.downQ, Shaper: netmodel.OneMTUBurst(l.down)},
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sim, n := buildNet(t, ncfg, nodes...)
 	live := des.NewLive(sim)
 	live.Start()
 	t.Cleanup(live.Stop)
