@@ -3,6 +3,8 @@ module github.com/uplinksim/uplink
 go 1.26.6
 
 require (
+	github.com/klauspost/compress v1.20.4
+	github.com/klauspost/reedsolomon v1.14.2
 	github.com/libp2p/go-libp2p v0.52.0
 	github.com/libp2p/go-libp2p-pubsub v0.19.0
 	github.com/multiformats/go-multiaddr v0.16.1
