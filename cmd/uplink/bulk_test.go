@@ -10,10 +10,7 @@ import (
 // TestBulkTCPFlagErrors: the TCP flags are refused with QUIC, and bad
 // values and QUIC-only flags with TCP, each with an error naming the fix.
 func TestBulkTCPFlagErrors(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
+	cases := []usageCase{
 		{[]string{"bulk", "--cc", "cubic"}, "--cc applies to TCP: add --transport tcp"},
 		{[]string{"bulk", "--transport", "quic", "--pacing", "off"}, "--pacing applies to TCP: add --transport tcp"},
 		{[]string{"bulk", "--tcp", "shadow"}, "--tcp applies to TCP"},
@@ -23,15 +20,7 @@ func TestBulkTCPFlagErrors(t *testing.T) {
 		{[]string{"bulk", "--transport", "tcp", "--block-sends"}, "--block-sends applies to QUIC"},
 		{[]string{"bulk", "--transport", "udp"}, "valid transports are: quic, tcp"},
 	}
-	for _, c := range cases {
-		var out, errb bytes.Buffer
-		if code := run(c.args, &out, &errb); code != 2 {
-			t.Errorf("%v: exit %d, want 2", c.args, code)
-		}
-		if !strings.Contains(errb.String(), c.want) {
-			t.Errorf("%v: stderr %q lacks %q", c.args, errb.String(), c.want)
-		}
-	}
+	checkUsageErrors(t, cases)
 }
 
 // TestBinaryBulkTCP: the uplink binary runs a 1 MiB TCP transfer with

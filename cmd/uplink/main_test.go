@@ -128,10 +128,7 @@ func TestRunWritesRecords(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
+	cases := []usageCase{
 		{[]string{"bulk", "--rate", "fast"}, "--rate"},
 		{[]string{"bulk", "--loss", "150%"}, "--loss"},
 		{[]string{"bulk", "--qdisc", "up=pfifo:limit=0"}, "at least 1 packet"},
@@ -149,6 +146,18 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--uplink-qdisc", "pie@30%"}, "no discipline"},
 		{[]string{"run", "--memlimit", "12"}, "--memlimit"},
 	}
+	checkUsageErrors(t, cases)
+}
+
+// usageCase is a command line that must fail as a usage error (exit 2)
+// with want in its message.
+type usageCase struct {
+	args []string
+	want string
+}
+
+func checkUsageErrors(t *testing.T, cases []usageCase) {
+	t.Helper()
 	for _, c := range cases {
 		var out, errb bytes.Buffer
 		if code := run(c.args, &out, &errb); code != 2 {
