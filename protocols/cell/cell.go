@@ -358,11 +358,11 @@ func Run(cfg Config) (*Record, error) {
 		row := NodeRow{
 			Index: i, Completed: t.delivered, Dups: t.dups,
 			MeshPublish: meshAtPublish[i], MeshEnd: len(t.mesh),
-			DataRx: t.dataRx, DataTx: t.dataTx, CtrlRx: t.ctrlRx, CtrlTx: t.ctrlTx,
+			DataRx: t.rx.data, DataTx: t.tx.data, CtrlRx: t.rx.ctrl, CtrlTx: t.tx.ctrl,
 			PktRx: counters[i].RecvPackets - base[i].RecvPackets, PktTx: counters[i].SentPackets - base[i].SentPackets,
 			WireRx: counters[i].RecvBytes - base[i].RecvBytes, WireTx: counters[i].SentBytes - base[i].SentBytes,
-			IHaveTx: t.ihaveTx, IHaveRx: t.ihaveRx, IWantTx: t.iwantTx, IWantRx: t.iwantRx,
-			IDontWantTx: t.idontwantTx, IDontWantRx: t.idontwantRx,
+			IHaveTx: t.tx.ihave, IHaveRx: t.rx.ihave, IWantTx: t.tx.iwant, IWantRx: t.rx.iwant,
+			IDontWantTx: t.tx.idontwant, IDontWantRx: t.rx.idontwant,
 		}
 		if t.delivered {
 			v := t.deliveredAt.Sub(publishAt).Seconds()

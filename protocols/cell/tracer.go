@@ -23,12 +23,38 @@ type tracer struct {
 	deliveredAt time.Time
 	dups        int
 
-	ihaveTx, ihaveRx         int // message ids announced
-	iwantTx, iwantRx         int // message ids requested
-	idontwantTx, idontwantRx int // message ids declined
-	dataTx, dataRx           int64
-	ctrlTx, ctrlRx           int64
-	msgTx, msgRx             int // whole messages carried in RPCs
+	tx, rx rpcCounts // RPCs sent (queued for a peer) and received
+}
+
+// rpcCounts totals the RPCs of one direction.
+type rpcCounts struct {
+	data, ctrl              int64 // encoded bytes: published messages, the rest
+	msgs                    int   // whole messages carried
+	ihave, iwant, idontwant int   // message ids announced, requested, declined
+}
+
+// add counts one RPC.
+func (c *rpcCounts) add(rpc *pubsub.RPC) {
+	var data int64
+	for _, m := range rpc.GetPublish() {
+		data += int64(proto.Size(m))
+		c.msgs++
+	}
+	c.data += data
+	c.ctrl += int64(proto.Size(&rpc.RPC)) - data
+	ctl := rpc.GetControl()
+	if ctl == nil {
+		return
+	}
+	for _, ih := range ctl.GetIhave() {
+		c.ihave += len(ih.GetMessageIDs())
+	}
+	for _, iw := range ctl.GetIwant() {
+		c.iwant += len(iw.GetMessageIDs())
+	}
+	for _, idw := range ctl.GetIdontwant() {
+		c.idontwant += len(idw.GetMessageIDs())
+	}
 }
 
 var _ pubsub.RawTracer = (*tracer)(nil)
@@ -84,56 +110,17 @@ func (t *tracer) DuplicateMessage(msg *pubsub.Message) {
 	t.mu.Unlock()
 }
 
-// rpcSizes splits an RPC's encoded size into published data and the rest
-// (control, subscriptions, framing).
-func rpcSizes(rpc *pubsub.RPC) (data, ctrl int64, msgs int) {
-	for _, m := range rpc.GetPublish() {
-		data += int64(proto.Size(m))
-		msgs++
-	}
-	return data, int64(proto.Size(&rpc.RPC)) - data, msgs
-}
-
-func controlCounts(rpc *pubsub.RPC) (ihave, iwant, idontwant int) {
-	c := rpc.GetControl()
-	if c == nil {
-		return
-	}
-	for _, ih := range c.GetIhave() {
-		ihave += len(ih.GetMessageIDs())
-	}
-	for _, iw := range c.GetIwant() {
-		iwant += len(iw.GetMessageIDs())
-	}
-	for _, idw := range c.GetIdontwant() {
-		idontwant += len(idw.GetMessageIDs())
-	}
-	return
-}
-
+// RecvRPC counts an incoming RPC.
 func (t *tracer) RecvRPC(rpc *pubsub.RPC) {
-	d, c, m := rpcSizes(rpc)
-	ih, iw, idw := controlCounts(rpc)
 	t.mu.Lock()
-	t.dataRx += d
-	t.ctrlRx += c
-	t.msgRx += m
-	t.ihaveRx += ih
-	t.iwantRx += iw
-	t.idontwantRx += idw
+	t.rx.add(rpc)
 	t.mu.Unlock()
 }
 
+// SendRPC counts an RPC queued for a peer.
 func (t *tracer) SendRPC(rpc *pubsub.RPC, p peer.ID) {
-	d, c, m := rpcSizes(rpc)
-	ih, iw, idw := controlCounts(rpc)
 	t.mu.Lock()
-	t.dataTx += d
-	t.ctrlTx += c
-	t.msgTx += m
-	t.ihaveTx += ih
-	t.iwantTx += iw
-	t.idontwantTx += idw
+	t.tx.add(rpc)
 	t.mu.Unlock()
 }
 
