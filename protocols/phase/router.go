@@ -1,0 +1,395 @@
+package phase
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// Router is a gossipsub router that applies a Policy to some topics and
+// the stock router's behaviour to all others. Build it with New, give it
+// to pubsub.NewGossipSubWithRouter together with Options, then Bind it to
+// a joined topic before the first publish.
+//
+// All of its state is touched on pubsub's event loop only: pubsub calls
+// Publish, HandleRPC and the tracer there, and the router's own timers and
+// the cell's calls (Expect, Held) reach the loop through sched.
+type Router struct {
+	*pubsub.GossipSubRouter
+
+	self       peer.ID
+	idFn       func(*pb.Message) string
+	policies   map[string]Policy
+	retransmit int // answers per (id, peer), as the stock router's GossipRetransmission
+
+	mesh    map[string]map[peer.ID]struct{} // topic's mesh, from Graft and Prune
+	store   map[string]*pb.Message          // held messages of policy topics
+	holders map[string]map[peer.ID]struct{} // id: peers known to hold it
+	idw     map[string]int                  // id: IDONTWANTs heard (the budget's decay)
+	served  map[string]map[peer.ID]int      // id: IWANT answers per peer
+	groups  map[string]*group               // id: its completion group
+	pull    *puller
+	sched   sched
+	boundMu sync.Mutex
+	bound   *pubsub.Topic
+}
+
+// group is a set of units of which any Need complete the node (all K
+// segments, or any K of the K + K shards).
+type group struct {
+	ids  []string
+	need int
+	have int
+	done bool
+}
+
+// New builds a Router for h with gossipsub parameters params, the message
+// id function idFn (the same one given to pubsub with WithMessageIdFn) and
+// a policy per topic. Topics without a policy get the stock router's
+// behaviour. FINAL's knobs come from each policy.
+func New(h host.Host, params pubsub.GossipSubParams, idFn func(*pb.Message) string, policies map[string]Policy) (*Router, error) {
+	var final FinalParams
+	for t, p := range policies {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("topic %q: %w", t, err)
+		}
+		if p.Pull == PullFinal {
+			final = p.Final
+		}
+	}
+	for t, p := range policies {
+		if p.Pull == PullFinal && p.Final != final {
+			return nil, fmt.Errorf("topic %q: every FINAL topic of a node must share FINAL's knobs", t)
+		}
+	}
+	if idFn == nil {
+		return nil, fmt.Errorf("phase router: a message id function is required")
+	}
+	return &Router{
+		GossipSubRouter: stockRouter(h, params),
+		self:            h.ID(),
+		idFn:            idFn,
+		policies:        policies,
+		retransmit:      params.GossipRetransmission,
+		mesh:            map[string]map[peer.ID]struct{}{},
+		store:           map[string]*pb.Message{},
+		holders:         map[string]map[peer.ID]struct{}{},
+		idw:             map[string]int{},
+		served:          map[string]map[peer.ID]int{},
+		groups:          map[string]*group{},
+		pull:            newPuller(final),
+	}, nil
+}
+
+// Options are the pubsub options the router needs besides the caller's:
+// its mesh tracer and the stock router's connection-manager tag tracer
+// (what pubsub.NewGossipSub adds for the stock router).
+func (r *Router) Options() []pubsub.Option {
+	return []pubsub.Option{pubsub.WithRawTracer(meshTracer{r}), r.WithDefaultTagTracer()}
+}
+
+// Bind gives the router a joined topic handle, through which its timers
+// and the cell's calls reach pubsub's event loop.
+func (r *Router) Bind(t *pubsub.Topic) {
+	r.boundMu.Lock()
+	r.bound = t
+	r.boundMu.Unlock()
+	r.sched.bind(t)
+}
+
+// Close stops the router's timers.
+func (r *Router) Close() { r.sched.stop() }
+
+// Do runs f on pubsub's event loop (after Bind).
+func (r *Router) Do(f func()) error {
+	r.boundMu.Lock()
+	t := r.bound
+	r.boundMu.Unlock()
+	if t == nil {
+		return fmt.Errorf("phase router: not bound to a topic")
+	}
+	done := false
+	inLoop(t, func() { f(); done = true })
+	if !done {
+		return fmt.Errorf("phase router: pubsub has stopped")
+	}
+	return nil
+}
+
+// Expect declares a completion group: the node is complete for it once it
+// holds need of ids. The simulated node learns the group from the ids'
+// structure or the code's descriptor; this does not change what it sends,
+// only when it stops pulling (StopPull).
+func (r *Router) Expect(ids []string, need int) error {
+	return r.Do(func() {
+		g := &group{ids: slices.Clone(ids), need: need}
+		for _, id := range ids {
+			r.groups[id] = g
+			if _, ok := r.store[id]; ok {
+				g.have++
+			}
+		}
+		g.done = g.have >= g.need
+	})
+}
+
+// Held returns the messages of the given ids the node holds (nil for the
+// missing ones).
+func (r *Router) Held(ids []string) ([]*pb.Message, error) {
+	out := make([]*pb.Message, len(ids))
+	err := r.Do(func() {
+		for i, id := range ids {
+			out[i] = r.store[id]
+		}
+	})
+	return out, err
+}
+
+// id returns msg's message id.
+func (r *Router) id(msg *pubsub.Message) string {
+	if msg.ID != "" {
+		return msg.ID
+	}
+	return r.idFn(msg.Message)
+}
+
+// holder records that p holds id.
+func (r *Router) holder(id string, p peer.ID) {
+	h := r.holders[id]
+	if h == nil {
+		h = map[peer.ID]struct{}{}
+		r.holders[id] = h
+	}
+	h[p] = struct{}{}
+}
+
+// done reports whether id's group is complete at this node.
+func (r *Router) done(id string) bool {
+	g := r.groups[id]
+	return g != nil && g.done
+}
+
+// Publish forwards a new message: the stock way on topics without a
+// policy, by phase forwarding on the others. The publisher forwards its
+// own messages like any relay.
+func (r *Router) Publish(msg *pubsub.Message) {
+	topic := msg.GetTopic()
+	pol, ok := r.policies[topic]
+	if !ok {
+		r.GossipSubRouter.Publish(msg)
+		return
+	}
+	id := r.id(msg)
+	if _, held := r.store[id]; held {
+		return
+	}
+	r.store[id] = msg.Message
+	r.pull.deliver(id)
+	if g := r.groups[id]; g != nil && !g.done {
+		g.have++
+		if g.have >= g.need {
+			g.done = true
+			if pol.StopPull {
+				for _, gid := range g.ids {
+					r.pull.deliver(gid)
+				}
+			}
+		}
+	}
+	if msg.ReceivedFrom != r.self {
+		r.holder(id, msg.ReceivedFrom)
+	}
+	holders := r.holders[id]
+	mesh := r.mesh[topic]
+	known := 0
+	cands := make([]peer.ID, 0, len(mesh))
+	for p := range mesh {
+		if _, ok := holders[p]; ok {
+			known++
+			continue
+		}
+		cands = append(cands, p)
+	}
+	width := pol.PushWidth
+	if pol.Budget {
+		width = max(width, len(mesh)>>min(r.idw[id], 62))
+	}
+	push := min(max(0, width-known), len(cands))
+	sortByRank(id, cands)
+	for _, p := range cands[:push] {
+		r.SendControl(p, &pb.ControlMessage{}, msg.Message)
+		r.holder(id, p)
+	}
+	if len(cands) > push {
+		ihave := &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: []string{id}}}}
+		for _, p := range cands[push:] {
+			r.SendControl(p, ihave)
+		}
+	}
+}
+
+// HandleRPC takes the control messages that concern policy topics (IHAVE
+// by topic, IWANT for ids the router holds) and passes the rest, with
+// GRAFT, PRUNE and IDONTWANT, to the stock router.
+func (r *Router) HandleRPC(rpc *pubsub.RPC) {
+	ctl := rpc.GetControl()
+	if ctl == nil || len(r.policies) == 0 {
+		r.GossipSubRouter.HandleRPC(rpc)
+		return
+	}
+	from := rpc.From()
+	now := time.Now()
+	for _, d := range ctl.GetIdontwant() {
+		for _, id := range d.GetMessageIDs() {
+			r.holder(id, from)
+			r.idw[id]++
+		}
+	}
+
+	var eager []string
+	keep := ctl.Ihave[:0]
+	for _, ih := range ctl.GetIhave() {
+		pol, ok := r.policies[ih.GetTopicID()]
+		if !ok {
+			keep = append(keep, ih)
+			continue
+		}
+		for _, id := range ih.GetMessageIDs() {
+			r.holder(id, from)
+			if _, held := r.store[id]; held || (pol.StopPull && r.done(id)) {
+				continue
+			}
+			switch pol.Pull {
+			case PullEager:
+				eager = append(eager, id)
+			case PullFinal:
+				if p, ok := r.pull.announce(now, id, from); ok {
+					r.ask(now, id, p)
+				}
+			}
+		}
+	}
+	ctl.Ihave = keep
+
+	var answer []*pb.Message
+	keepW := ctl.Iwant[:0]
+	for _, iw := range ctl.GetIwant() {
+		var rest []string
+		for _, id := range iw.GetMessageIDs() {
+			m, ok := r.store[id]
+			if !ok {
+				rest = append(rest, id)
+				continue
+			}
+			if _, has := r.holders[id][from]; has {
+				continue
+			}
+			s := r.served[id]
+			if s == nil {
+				s = map[peer.ID]int{}
+				r.served[id] = s
+			}
+			if s[from] >= r.retransmit {
+				continue
+			}
+			s[from]++
+			answer = append(answer, m)
+		}
+		if len(rest) > 0 {
+			iw.MessageIDs = rest
+			keepW = append(keepW, iw)
+		}
+	}
+	ctl.Iwant = keepW
+
+	if len(answer) > 0 {
+		r.SendControl(from, &pb.ControlMessage{}, answer...)
+	}
+	if len(eager) > 0 {
+		r.SendControl(from, &pb.ControlMessage{Iwant: []*pb.ControlIWant{{MessageIDs: eager}}})
+	}
+	r.GossipSubRouter.HandleRPC(rpc)
+}
+
+// ask sends FINAL's IWANT for id to p and arms the retry and the promise.
+func (r *Router) ask(now time.Time, id string, p peer.ID) {
+	r.SendControl(p, &pb.ControlMessage{Iwant: []*pb.ControlIWant{{MessageIDs: []string{id}}}})
+	r.sched.at(now.Add(r.pull.p.Window), func(now time.Time) {
+		if q, ok := r.pull.retry(now, id); ok {
+			r.ask(now, id, q)
+		}
+	})
+	r.sched.at(now.Add(r.pull.p.Promise), func(now time.Time) { r.pull.expire(now, id, p) })
+}
+
+// OnClosedOutboundStream forgets p's place in the meshes, then lets the
+// stock router remove the peer.
+func (r *Router) OnClosedOutboundStream(p peer.ID) {
+	for _, m := range r.mesh {
+		delete(m, p)
+	}
+	r.GossipSubRouter.OnClosedOutboundStream(p)
+}
+
+// sortByRank orders peers by a hash of (id, peer): deterministic, and
+// different for every message, so pushes spread over the mesh.
+func sortByRank(id string, peers []peer.ID) {
+	rank := func(p peer.ID) uint64 {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		h.Write([]byte(p))
+		return h.Sum64()
+	}
+	slices.SortFunc(peers, func(a, b peer.ID) int {
+		ra, rb := rank(a), rank(b)
+		switch {
+		case ra < rb:
+			return -1
+		case ra > rb:
+			return 1
+		}
+		return 0
+	})
+}
+
+// meshTracer keeps the router's view of its meshes. pubsub calls it on
+// the event loop.
+type meshTracer struct{ r *Router }
+
+var _ pubsub.RawTracer = meshTracer{}
+
+func (t meshTracer) Graft(p peer.ID, topic string) {
+	m := t.r.mesh[topic]
+	if m == nil {
+		m = map[peer.ID]struct{}{}
+		t.r.mesh[topic] = m
+	}
+	m[p] = struct{}{}
+}
+
+func (t meshTracer) Prune(p peer.ID, topic string) { delete(t.r.mesh[topic], p) }
+
+func (meshTracer) AddPeer(peer.ID, protocol.ID)                         {}
+func (meshTracer) RemovePeer(peer.ID)                                   {}
+func (meshTracer) Join(string)                                          {}
+func (meshTracer) Leave(string)                                         {}
+func (meshTracer) ValidateMessage(*pubsub.Message)                      {}
+func (meshTracer) DeliverMessage(*pubsub.Message)                       {}
+func (meshTracer) RejectMessage(*pubsub.Message, string)                {}
+func (meshTracer) DuplicateMessage(*pubsub.Message)                     {}
+func (meshTracer) ThrottlePeer(peer.ID)                                 {}
+func (meshTracer) RecvRPC(*pubsub.RPC)                                  {}
+func (meshTracer) SendRPC(*pubsub.RPC, peer.ID)                         {}
+func (meshTracer) DropRPC(*pubsub.RPC, peer.ID)                         {}
+func (meshTracer) UndeliverableMessage(*pubsub.Message)                 {}
+func (meshTracer) OnNewOutboundStream(peer.ID, protocol.ID)             {}
+func (meshTracer) OnClosedOutboundStream(peer.ID)                       {}
+func (meshTracer) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
