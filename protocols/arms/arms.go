@@ -29,8 +29,8 @@ const (
 // segmenting and coding. StructuredIDs is set where the catalogue says so
 // (acoded, lad_phase, aadaptds); Appendix A and study-model.md are silent on
 // the ids of the other coded arms, which are therefore recorded with plain
-// 20-byte ids until the research tree's arms.sh says otherwise. The
-// forwarding policies are not implemented here.
+// 20-byte ids until the research tree's arms.sh says otherwise. Forward
+// is the forwarding policy as data; protocols/phase carries it out.
 type Arm struct {
 	Name          string
 	Published     string
@@ -40,29 +40,68 @@ type Arm struct {
 	Coded         bool
 	CompressFirst bool
 	StructuredIDs bool
+	Forward       Forward
 }
+
+// Forward is an arm's forwarding policy as data (study-model.md "Arms",
+// "Phase forwarding", "FINAL"; report.md Appendix A). Stock arms (the whole
+// message, tier 1) use the stock gossipsub router; the others uplink's phase
+// router (protocols/phase).
+type Forward struct {
+	Stock bool // stock gossipsub forwarding (full-mesh push)
+	Batch bool // the publisher publishes its units as one library batch
+	// PushWidth is r; AR (-1) is the size-adaptive width AdaptivePushWidth.
+	PushWidth int
+	Budget    bool // the phase shift's push budget, decaying on IDONTWANT
+	Final     bool // FINAL, the pull discipline (else eager pulls)
+	// FinalFrom is the payload size from which FINAL applies; below it
+	// pulls are eager (tier 3: "FINAL from 512 KiB"). 0: every size.
+	FinalFrom int
+	StopPull  bool // a complete node sends no more IWANTs (coded arms)
+}
+
+// AR marks the size-adaptive push width in Forward.PushWidth.
+const AR = -1
 
 // Catalogue is the arm table of report.md Appendix A, in its order.
 var Catalogue = []Arm{
-	{Name: "wholend", Published: "wholend", Report: "whole message", Variant: VariantWhole},
-	{Name: "atuned_32k", Published: "atuned", Report: "A-tuned 32k", Variant: VariantA, Unit: Unit32K},
-	{Name: "atuned_16k", Published: "am_k64", Report: "A-tuned 16k", Variant: VariantA, Unit: Unit16K},
-	{Name: "acoded_32k", Published: "acoded", Report: "coded A 32k", Variant: VariantA, Unit: Unit32K, Coded: true, StructuredIDs: true},
-	{Name: "lad_phase_32k", Published: "lad_phase", Report: "the phase shift 32k", Variant: VariantA, Unit: Unit32K, StructuredIDs: true},
-	{Name: "lad_batch_16k", Published: "lad_batch16", Report: "tier 1: segmentation + batch 16k", Variant: VariantA, Unit: Unit16K},
-	{Name: "aadaptds_16k", Published: "aadaptds", Report: "tier 2: size-adaptive A 16k", Variant: VariantA, Unit: Unit16K, StructuredIDs: true},
-	{Name: "aadaptcf_16k", Published: "aadaptcf", Report: "tier 3: size-adaptive A + compress-first code 16k", Variant: VariantA, Unit: Unit16K, Coded: true, CompressFirst: true},
-	{Name: "aadaptcfd_16k", Published: "aadaptcfd", Report: "tier 3 with the discipline at every size", Variant: VariantA, Unit: Unit16K, Coded: true, CompressFirst: true},
-	{Name: "acodedcf_32k", Published: "acodedcf", Report: "the compress-first code alone 32k", Variant: VariantA, Unit: Unit32K, Coded: true, CompressFirst: true},
+	{Name: "wholend", Published: "wholend", Report: "whole message", Variant: VariantWhole,
+		Forward: Forward{Stock: true}},
+	{Name: "atuned_32k", Published: "atuned", Report: "A-tuned 32k", Variant: VariantA, Unit: Unit32K,
+		Forward: Forward{PushWidth: 2, Final: true}},
+	{Name: "atuned_16k", Published: "am_k64", Report: "A-tuned 16k", Variant: VariantA, Unit: Unit16K,
+		Forward: Forward{PushWidth: 2, Final: true}},
+	{Name: "acoded_32k", Published: "acoded", Report: "coded A 32k", Variant: VariantA, Unit: Unit32K, Coded: true, StructuredIDs: true,
+		Forward: Forward{PushWidth: 2, Final: true, StopPull: true}},
+	{Name: "lad_phase_32k", Published: "lad_phase", Report: "the phase shift 32k", Variant: VariantA, Unit: Unit32K, StructuredIDs: true,
+		Forward: Forward{PushWidth: 2, Budget: true}},
+	{Name: "lad_batch_16k", Published: "lad_batch16", Report: "tier 1: segmentation + batch 16k", Variant: VariantA, Unit: Unit16K,
+		Forward: Forward{Stock: true, Batch: true}},
+	{Name: "aadaptds_16k", Published: "aadaptds", Report: "tier 2: size-adaptive A 16k", Variant: VariantA, Unit: Unit16K, StructuredIDs: true,
+		Forward: Forward{PushWidth: AR, Final: true}},
+	{Name: "aadaptcf_16k", Published: "aadaptcf", Report: "tier 3: size-adaptive A + compress-first code 16k", Variant: VariantA, Unit: Unit16K, Coded: true, CompressFirst: true,
+		Forward: Forward{PushWidth: AR, Final: true, FinalFrom: 512 << 10, StopPull: true}},
+	{Name: "aadaptcfd_16k", Published: "aadaptcfd", Report: "tier 3 with the discipline at every size", Variant: VariantA, Unit: Unit16K, Coded: true, CompressFirst: true,
+		Forward: Forward{PushWidth: AR, Final: true, StopPull: true}},
+	{Name: "acodedcf_32k", Published: "acodedcf", Report: "the compress-first code alone 32k", Variant: VariantA, Unit: Unit32K, Coded: true, CompressFirst: true,
+		Forward: Forward{PushWidth: 2, Final: true, StopPull: true}},
 	{Name: "bfixed_32k", Published: "bfixed", Report: "B tuned 32k", Variant: VariantB, Unit: Unit32K},
 	{Name: "bcodedfc1_32k", Published: "bcodedfc1", Report: "coded B 32k", Variant: VariantB, Unit: Unit32K, Coded: true},
-	{Name: "c_32k", Published: "c32", Report: "C 32k", Variant: VariantC, Unit: Unit32K},
-	{Name: "crs_32k", Published: "c32rs", Report: "C + RS 32k", Variant: VariantC, Unit: Unit32K, Coded: true},
+	{Name: "c_32k", Published: "c32", Report: "C 32k", Variant: VariantC, Unit: Unit32K,
+		Forward: Forward{PushWidth: 2, Final: true}},
+	// C + RS: stop-pull as every coded arm (study-model.md "FINAL");
+	// Appendix A's row names only "C plus parity K".
+	{Name: "crs_32k", Published: "c32rs", Report: "C + RS 32k", Variant: VariantC, Unit: Unit32K, Coded: true,
+		Forward: Forward{PushWidth: 2, Final: true, StopPull: true}},
 }
 
 // LookupArm finds an arm by its Name, Published or Report name (exact
-// match). An unknown name is an error listing the valid names.
+// match; "whole" is short for the whole-message arm). An unknown name is
+// an error listing the valid names.
 func LookupArm(name string) (Arm, error) {
+	if name == "whole" {
+		name = "wholend"
+	}
 	for _, a := range Catalogue {
 		if name == a.Name || name == a.Published || name == a.Report {
 			return a, nil

@@ -1,11 +1,12 @@
-// Package arms is the groundwork for the study's segmented arms: the
-// mainnet-like payload, segmentation into 16 or 32 KiB units, the structured
-// message ids, Reed-Solomon coding with a Merkle-rooted descriptor, and the
-// catalogue of arm names with their wire forms.
+// Package arms defines the study's arms as data: the catalogue of arm names
+// with their forwarding policies and wire forms, the mainnet-like payload,
+// segmentation into 16 or 32 KiB units, the structured message ids,
+// Reed-Solomon coding with a Merkle-rooted descriptor, and the units a
+// publisher sends for an arm with their completion rule.
 //
 // Every definition here follows /work/shared/reference/study-model.md
 // (sections "Arms", "Structured ids", "Reed-Solomon", "Payload" and
-// "Completion rule") and Appendix A of report.md. The forwarding policies
-// themselves (phase forwarding, FINAL, variant B's claim ledger) are not in
-// this package.
+// "Completion rule") and Appendix A of report.md. The forwarding itself
+// (phase forwarding, FINAL) is protocols/phase; variant B's claim ledger is
+// not written yet.
 package arms

@@ -1,0 +1,119 @@
+package arms
+
+import (
+	"testing"
+
+	"github.com/uplinksim/uplink/protocols/phase"
+)
+
+func TestUnitsPerArm(t *testing.T) {
+	payload := MainnetLikePayload(7, 1<<20)
+	for _, a := range Catalogue {
+		if a.Variant == VariantB {
+			if _, err := a.Units(payload, 1); err == nil {
+				t.Errorf("%s: variant B gave units", a.Name)
+			}
+			continue
+		}
+		u, err := a.Units(payload, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		if len(u.Units) != u.Form.MessageCount {
+			t.Errorf("%s: %d units, wire form %+v", a.Name, len(u.Units), u.Form)
+		}
+		for i, x := range u.Units {
+			if got := MessageID(x.Data); got != x.ID {
+				t.Fatalf("%s unit %d: MessageID of the data differs from the unit's id", a.Name, i)
+			}
+			if len(x.ID) != u.Form.IDWidth {
+				t.Fatalf("%s unit %d: id %d bytes, wire form says %d", a.Name, i, len(x.ID), u.Form.IDWidth)
+			}
+			if a.StructuredIDs {
+				pfx, err := VerifyStructuredID([]byte(x.ID), x.Data[StructuredPrefixLen:])
+				if err != nil || int(pfx.Index) != i || pfx.Slot != 1 {
+					t.Fatalf("%s unit %d: structured id %+v, %v", a.Name, i, pfx, err)
+				}
+			}
+		}
+		switch {
+		case a.Variant == VariantWhole:
+			if u.Need != 1 || len(u.Units[0].Data) != len(payload) {
+				t.Errorf("%s: need %d of %d", a.Name, u.Need, len(u.Units))
+			}
+		case a.Coded:
+			if u.Need*2 != len(u.Units) || u.Desc == nil || u.Desc.Count != u.Need {
+				t.Errorf("%s: need %d of %d units", a.Name, u.Need, len(u.Units))
+			}
+		default:
+			if u.Need != len(u.Units) {
+				t.Errorf("%s: need %d of %d", a.Name, u.Need, len(u.Units))
+			}
+		}
+	}
+}
+
+// Any K shards of a coded arm's units decode to the payload.
+func TestUnitsCodedDecodeFromAnyK(t *testing.T) {
+	payload := MainnetLikePayload(3, 300<<10)
+	for _, name := range []string{"acoded_32k", "acodedcf_32k", "aadaptcf_16k", "crs_32k"} {
+		a, err := LookupArm(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := a.Units(payload, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The last K units (parity only, when the data shards are withheld).
+		var shards []Shard
+		for _, x := range u.Units[u.Need:] {
+			d := x.Data
+			if a.StructuredIDs {
+				d = d[StructuredPrefixLen:]
+			}
+			shards = append(shards, Shard{Index: x.Index, Data: d})
+		}
+		got, err := Decode(*u.Desc, shards)
+		if err != nil {
+			t.Fatalf("%s: decode from parity alone: %v", name, err)
+		}
+		if string(got) != string(payload) {
+			t.Fatalf("%s: decoded payload differs", name)
+		}
+	}
+}
+
+func TestArmPolicies(t *testing.T) {
+	cases := []struct {
+		arm     string
+		payload int
+		stock   bool
+		want    phase.Policy
+	}{
+		{"wholend", 1 << 20, true, phase.Policy{}},
+		{"lad_batch16", 1 << 20, true, phase.Policy{}},
+		{"atuned", 1 << 20, false, phase.Policy{PushWidth: 2, Pull: phase.PullFinal, Final: phase.DefaultFinal()}},
+		{"lad_phase", 1 << 20, false, phase.Policy{PushWidth: 2, Budget: true, Pull: phase.PullEager}},
+		{"aadaptds", 1 << 20, false, phase.Policy{PushWidth: 3, Pull: phase.PullFinal, Final: phase.DefaultFinal()}},
+		{"aadaptds", 2 << 20, false, phase.Policy{PushWidth: 2, Pull: phase.PullFinal, Final: phase.DefaultFinal()}},
+		{"aadaptcf", 256 << 10, false, phase.Policy{PushWidth: 4, Pull: phase.PullEager, StopPull: true}},
+		{"aadaptcf", 512 << 10, false, phase.Policy{PushWidth: 3, Pull: phase.PullFinal, Final: phase.DefaultFinal(), StopPull: true}},
+		{"aadaptcfd", 256 << 10, false, phase.Policy{PushWidth: 4, Pull: phase.PullFinal, Final: phase.DefaultFinal(), StopPull: true}},
+		{"c32rs", 1 << 20, false, phase.Policy{PushWidth: 2, Pull: phase.PullFinal, Final: phase.DefaultFinal(), StopPull: true}},
+	}
+	for _, c := range cases {
+		a, err := LookupArm(c.arm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := a.Policy(c.payload)
+		if ok == c.stock {
+			t.Errorf("%s: phase policy %v, want stock %v", c.arm, ok, c.stock)
+			continue
+		}
+		if p != c.want {
+			t.Errorf("%s at %d bytes: policy %+v, want %+v", c.arm, c.payload, p, c.want)
+		}
+	}
+}
