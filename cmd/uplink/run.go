@@ -29,6 +29,7 @@ import (
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/queues"
 )
@@ -39,7 +40,9 @@ import (
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	arm := fs.String("arm", "whole", "arm: whole")
+	armsS := fs.String("arm", "whole", "arms, comma-separated, run side by side: any name of the catalogue (uplink run --list-arms)")
+	listArms := fs.Bool("list-arms", false, "list the arms (catalogue name, published name, report name, policy) and exit")
+	verify := fs.Bool("verify", false, "rebuild the payload at every complete receiver (decoding coded arms) and record how many matched")
 	nodes := fs.Int("nodes", 60, "number of nodes")
 	degree := fs.Int("degree", 20, "dial-graph degree (random connected regular graph)")
 	payloadS := fs.String("payload", "1MiB", "payload size")
@@ -72,6 +75,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		return usageError{err}
 	}
+	if *listArms {
+		for _, a := range arms.Catalogue {
+			pol := "stock"
+			if a.Forward.Batch {
+				pol = "stock batch"
+			}
+			if p, ok := a.Policy(1 << 20); ok {
+				pol = p.String() + " (at 1 MiB)"
+			} else if a.Variant == arms.VariantB {
+				pol = "variant B: not implemented yet"
+			}
+			fmt.Fprintf(stdout, "%-14s %-12s %-50q %s\n", a.Name, a.Published, a.Report, pol)
+		}
+		return nil
+	}
 	if *listKnobs {
 		for _, k := range cell.KnobNames() {
 			fmt.Fprintln(stdout, k)
@@ -100,8 +118,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *jobs < 1 {
 		return usageError{fmt.Errorf("--jobs %d: must be at least 1", *jobs)}
 	}
+	var armList []arms.Arm
+	for _, name := range strings.Split(*armsS, ",") {
+		a, err := arms.LookupArm(strings.TrimSpace(name))
+		if err != nil {
+			return usageError{fmt.Errorf("--arm: %w", err)}
+		}
+		if a.Variant == arms.VariantB {
+			return usageError{fmt.Errorf("--arm %s: variant B (the partial-messages extension) is not implemented yet", a.Name)}
+		}
+		armList = append(armList, a)
+	}
 	base := cell.Config{
-		Arm: *arm, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
+		Verify: *verify, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
 		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: version,
 		Gossip: cell.StudyGossip(),
 	}
@@ -196,10 +225,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 				}
 			}
 		}
-		for _, s := range seeds {
-			c := base
-			c.Profile, c.Seed = p, s
-			jobsList = append(jobsList, c)
+		for _, a := range armList {
+			for _, s := range seeds {
+				c := base
+				c.Arm, c.Profile, c.Seed = a.Name, p, s
+				jobsList = append(jobsList, c)
+			}
 		}
 	}
 	if *setupProcs < 1 {
@@ -455,18 +486,19 @@ func medianOf(vs []*float64) *float64 {
 
 func printTable(w io.Writer, recs []*cell.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tseed\tp50 s\tp90 s\tp99 s\tlast s\trate@3s\tdups\tpub MiB\twall s\tRSS MiB\t")
+	fmt.Fprintln(tw, "arm\tprofile\tseed\tp50 s\tp90 s\tp99 s\tlast s\trate@3s\tdups\tpub MiB\twall s\tRSS MiB\t")
 	byProfile := map[string][]*cell.Record{}
 	var order []string
 	for _, r := range recs {
 		if r == nil {
 			continue
 		}
-		if _, ok := byProfile[r.Profile]; !ok {
-			order = append(order, r.Profile)
+		key := r.Arm + "\t" + r.Profile
+		if _, ok := byProfile[key]; !ok {
+			order = append(order, key)
 		}
-		byProfile[r.Profile] = append(byProfile[r.Profile], r)
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.0f\t\n", r.Profile, r.Seed,
+		byProfile[key] = append(byProfile[key], r)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.0f\t\n", r.Arm, r.Profile, r.Seed,
 			fmtS(r.P50S), fmtS(r.P90S), fmtS(r.P99S), fmtS(r.LastS), r.RateK, r.RateN, r.Dups,
 			float64(r.PubBytes)/(1<<20), r.WallS, float64(r.MaxRSSKB)/1024)
 	}
@@ -476,7 +508,7 @@ func printTable(w io.Writer, recs []*cell.Record) {
 	}
 	fmt.Fprintln(w, "\nmedians across seeds:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tseeds\tp50 s\tp90 s\tp99 s\tlast s\t")
+	fmt.Fprintln(tw, "arm\tprofile\tseeds\tp50 s\tp90 s\tp99 s\tlast s\t")
 	for _, name := range order {
 		rs := byProfile[name]
 		col := func(f func(*cell.Record) *float64) string {

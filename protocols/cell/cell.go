@@ -5,6 +5,7 @@
 package cell
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/phase"
 	"github.com/uplinksim/uplink/queues"
 	"github.com/uplinksim/uplink/transports/tcp"
 	"github.com/uplinksim/uplink/transports/udp"
@@ -32,7 +35,7 @@ const Topic = "uplink/cell"
 
 // Config is one cell.
 type Config struct {
-	Arm       string // "whole"
+	Arm       string // an arm of the catalogue (arms.LookupArm), "whole" by default
 	Seed      uint64
 	N, Degree int
 	Payload   int    // bytes
@@ -60,7 +63,24 @@ type Config struct {
 	// Topology, when set, replaces the drawn graph, rates and latencies (a
 	// replay of an exported draw).
 	Topology *netmodel.Draw
+	// Withhold lists unit indices the publisher does not publish (tests of
+	// the coded arms' any-K rule).
+	Withhold []int
+	// Verify rebuilds the payload at every complete receiver from the
+	// units it was delivered (decoding coded arms) and records how many
+	// matched. It keeps every delivered unit until the end of the window.
+	Verify bool
+	// routers, for tests of the phase router: routerByArm, routerPhase
+	// (every node runs the phase router, with no policy for stock arms), or
+	// routerMixed (odd nodes run the stock router, even ones the arm's).
+	routers int
 }
+
+const (
+	routerByArm = iota
+	routerPhase
+	routerMixed
+)
 
 // Defaults fills the zero fields with the study's values.
 func (c *Config) Defaults() {
@@ -91,9 +111,16 @@ func (c *Config) Defaults() {
 }
 
 func (c *Config) validate() error {
+	arm, err := arms.LookupArm(c.Arm)
+	if err != nil {
+		return err
+	}
+	_, phased := arm.Policy(c.Payload)
 	switch {
-	case c.Arm != "whole":
-		return fmt.Errorf("arm %q: this build runs the whole-message arm (whole)", c.Arm)
+	case arm.Variant == arms.VariantB:
+		return fmt.Errorf("arm %s: variant B (the partial-messages extension) is not implemented yet; the other arms of the catalogue run", arm.Name)
+	case phased && c.Gossip.FloodPublish:
+		return fmt.Errorf("arm %s uses uplink's phase router, which has no flood publish; drop --gossip flood-publish=true", arm.Name)
 	case c.Transport != "quic" && c.Transport != "tcp":
 		return fmt.Errorf("transport %q: valid transports are: quic, tcp", c.Transport)
 	case c.Payload < 1:
@@ -132,8 +159,56 @@ func Run(cfg Config) (*Record, error) {
 		restoreProcs = func() { runtime.GOMAXPROCS(prev) }
 		defer restoreProcs()
 	}
+	arm, err := arms.LookupArm(cfg.Arm)
+	if err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	var payload []byte
+	if arm.Variant == arms.VariantWhole {
+		payload = makePayload(cfg.Seed, cfg.Payload)
+	} else {
+		payload = arms.MainnetLikePayload(cfg.Seed, cfg.Payload)
+	}
+	units, err := arm.Units(payload, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	policy, phased := arm.Policy(len(payload))
+	if phased {
+		cfg.Gossip.MaxIHaveMessages = 4096 // the phase arms' setting (study-model.md)
+	}
+	topicNames := []string{Topic}
+	unitTopic := func(int) int { return 0 }
+	if arm.Variant == arms.VariantC {
+		topicNames = make([]string, len(units.Units))
+		for i := range topicNames {
+			topicNames[i] = fmt.Sprintf("%s/%d", Topic, i)
+		}
+		unitTopic = func(i int) int { return i }
+	}
+	var policies map[string]phase.Policy
+	policyName := "stock"
+	if arm.Forward.Batch {
+		policyName = "stock batch"
+	}
+	if phased {
+		policies = map[string]phase.Policy{}
+		for _, t := range topicNames {
+			policies[t] = policy
+		}
+		policyName = policy.String()
+	}
+	withheld := map[int]bool{}
+	for _, i := range cfg.Withhold {
+		if i < 0 || i >= len(units.Units) {
+			return nil, fmt.Errorf("cell: withheld unit %d: arm %s has units 0 to %d", i, arm.Name, len(units.Units)-1)
+		}
+		withheld[i] = true
+	}
 	rec := &Record{
-		Arm: cfg.Arm, Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,
+		Arm: arm.Published, ArmName: arm.Name, Policy: policyName, Topics: len(topicNames),
+		Wire: WireRecord{Messages: units.Form.MessageCount, Unit: units.Form.Unit, IDWidth: units.Form.IDWidth},
+		Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,
 		PayloadBytes: cfg.Payload, Pay: sizeName(cfg.Payload),
 		Profile: cfg.Profile.Name, Knobs: cfg.Profile.Knobs(), Gossip: cfg.Gossip.Knobs(),
 		Transport: cfg.Transport, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
@@ -253,34 +328,63 @@ func Run(cfg Config) (*Record, error) {
 	rec.Phases.Dial = (w2 - w1).Seconds()
 	cfg.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(graph.Edges), rec.Phases.Dial, live.Now().Seconds())
 
-	// Gossipsub, one topic, everyone subscribed.
+	// Gossipsub: every node joins and subscribes to every topic.
 	tracers := make([]*tracer, n)
-	subs := make([]*pubsub.Subscription, n)
-	topics := make([]*pubsub.Topic, n)
-	defer func() {
-		for i := range subs {
-			if subs[i] != nil {
-				subs[i].Cancel()
+	subs := make([][]*pubsub.Subscription, n)
+	topics := make([][]*pubsub.Topic, n)
+	routers := make([]*phase.Router, n)
+	var publisher *pubsub.PubSub
+	closeGossip := func() {
+		for _, rt := range routers {
+			if rt != nil {
+				rt.Close()
 			}
 		}
-		for _, t := range topics {
-			if t != nil {
+		for i := range subs {
+			for _, s := range subs[i] {
+				s.Cancel()
+			}
+			subs[i] = nil
+		}
+		for i := range topics {
+			for _, t := range topics[i] {
 				t.Close()
 			}
+			topics[i] = nil
 		}
-	}()
+	}
+	defer closeGossip()
 	maxMsg := cfg.Payload + 64<<10
 	for i, h := range hosts {
-		tracers[i] = newTracer(Topic)
-		ps, err := newGossipSub(ctx, h, cfg.Gossip, maxMsg, tracers[i])
+		tracers[i] = newTracer(topicNames)
+		pol := policies
+		if cfg.routers == routerMixed && i%2 == 1 {
+			pol = nil
+		} else if cfg.routers != routerByArm && pol == nil {
+			pol = map[string]phase.Policy{}
+		}
+		ps, rt, err := newGossipSub(ctx, h, cfg.Gossip, maxMsg, tracers[i], pol)
 		if err != nil {
 			return nil, fmt.Errorf("cell: node %d: %w", i, err)
 		}
-		if topics[i], err = ps.Join(Topic); err != nil {
-			return nil, fmt.Errorf("cell: node %d: join: %w", i, err)
+		routers[i] = rt
+		if i == 0 {
+			publisher = ps
 		}
-		if subs[i], err = topics[i].Subscribe(); err != nil {
-			return nil, fmt.Errorf("cell: node %d: subscribe: %w", i, err)
+		for _, name := range topicNames {
+			t, err := ps.Join(name)
+			if err != nil {
+				return nil, fmt.Errorf("cell: node %d: join %s: %w", i, name, err)
+			}
+			topics[i] = append(topics[i], t)
+			sub, err := t.Subscribe()
+			if err != nil {
+				return nil, fmt.Errorf("cell: node %d: subscribe %s: %w", i, name, err)
+			}
+			subs[i] = append(subs[i], sub)
+		}
+		if rt != nil {
+			rt.Bind(topics[i][0])
 		}
 	}
 	subscribed := live.Now()
@@ -297,12 +401,16 @@ func Run(cfg Config) (*Record, error) {
 	cfg.logf("cell seed %d: meshes %s after %.2f s virtual (%.1f s wall)", cfg.Seed, stableWord(rec.MeshStable), (live.Now() - subscribed).Seconds(), rec.Phases.Mesh)
 
 	// Publish from node 0 and observe.
-	payload := makePayload(cfg.Seed, cfg.Payload)
-	id := MessageID(payload)
+	ids := units.IDs()
 	meshAtPublish := make([]int, n)
 	for i, t := range tracers {
-		t.setTarget(id)
+		t.setTargets(ids, units.Need, cfg.Verify)
 		meshAtPublish[i] = t.meshSize()
+		if rt := routers[i]; rt != nil {
+			if err := rt.Expect(ids, units.Need); err != nil {
+				return nil, fmt.Errorf("cell: node %d: %w", i, err)
+			}
+		}
 	}
 	live.Lock()
 	base := make([]netmodel.Counters, n)
@@ -312,7 +420,7 @@ func Run(cfg Config) (*Record, error) {
 	live.Unlock()
 	publishAt := time.Now()
 	rec.PublishAtS = live.Now().Seconds()
-	if err := topics[0].Publish(ctx, payload); err != nil {
+	if err := publish(ctx, publisher, topics[0], units, unitTopic, withheld, arm.Forward.Batch); err != nil {
 		return nil, fmt.Errorf("cell: publish: %w", err)
 	}
 	time.Sleep(cfg.Window.Duration())
@@ -357,7 +465,7 @@ func Run(cfg Config) (*Record, error) {
 		t.mu.Lock()
 		row := NodeRow{
 			Index: i, Completed: t.delivered, Dups: t.dups,
-			MeshPublish: meshAtPublish[i], MeshEnd: len(t.mesh),
+			MeshPublish: meshAtPublish[i], MeshEnd: len(t.mesh[0]),
 			DataRx: t.rx.data, DataTx: t.tx.data, CtrlRx: t.rx.ctrl, CtrlTx: t.tx.ctrl,
 			PktRx: counters[i].RecvPackets - base[i].RecvPackets, PktTx: counters[i].SentPackets - base[i].SentPackets,
 			WireRx: counters[i].RecvBytes - base[i].RecvBytes, WireTx: counters[i].SentBytes - base[i].SentBytes,
@@ -388,20 +496,22 @@ func Run(cfg Config) (*Record, error) {
 			rec.Nodes = append(rec.Nodes, row)
 		}
 	}
+	if cfg.Verify {
+		for i := 1; i < n; i++ {
+			if ok, err := verifyNode(arm, units, payload, tracers[i]); err != nil {
+				return nil, fmt.Errorf("cell: node %d: %w", i, err)
+			} else if ok {
+				rec.Verified++
+			}
+		}
+	}
 	rec.RxNodeBytes = rxData / float64(n-1)
 	rec.CtrlRxNode = rxCtrl / float64(n-1)
 	rec.fill(times, cfg.Deadline.Seconds())
 
 	// Tear down: gossipsub first (its context), then the hosts.
 	cancel()
-	for i := range subs {
-		subs[i].Cancel()
-		subs[i] = nil
-	}
-	for i, t := range topics {
-		t.Close()
-		topics[i] = nil
-	}
+	closeGossip()
 	for _, h := range hosts {
 		if err := h.Close(); err != nil {
 			return nil, fmt.Errorf("cell: closing hosts: %w", err)
@@ -429,14 +539,77 @@ func stableWord(ok bool) string {
 	return "NOT all within [Dlo, Dhi]"
 }
 
-// meshesWithin reports whether every node's mesh is within [Dlo, Dhi].
+// meshesWithin reports whether every node's mesh on every topic is
+// within [Dlo, Dhi].
 func meshesWithin(ts []*tracer, g Gossip) bool {
 	for _, t := range ts {
-		if m := t.meshSize(); m < g.Dlo || m > g.Dhi {
+		if lo, hi := t.meshRange(); lo < g.Dlo || hi > g.Dhi {
 			return false
 		}
 	}
 	return true
+}
+
+// publish publishes the units from node 0 at the current instant, in
+// index order, on their topics, except the withheld ones; with batch, as
+// one library batch (the stock router interleaves its peers' copies).
+func publish(ctx context.Context, ps *pubsub.PubSub, topics []*pubsub.Topic, units arms.Units, unitTopic func(int) int, withheld map[int]bool, batch bool) error {
+	if batch {
+		var b pubsub.MessageBatch
+		for _, u := range units.Units {
+			if withheld[u.Index] {
+				continue
+			}
+			if err := topics[unitTopic(u.Index)].AddToBatch(ctx, &b, u.Data); err != nil {
+				return fmt.Errorf("unit %d: %w", u.Index, err)
+			}
+		}
+		return ps.PublishBatch(&b)
+	}
+	for _, u := range units.Units {
+		if withheld[u.Index] {
+			continue
+		}
+		if err := topics[unitTopic(u.Index)].Publish(ctx, u.Data); err != nil {
+			return fmt.Errorf("unit %d: %w", u.Index, err)
+		}
+	}
+	return nil
+}
+
+// verifyNode rebuilds the payload from the units t was delivered.
+func verifyNode(arm arms.Arm, units arms.Units, payload []byte, t *tracer) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.delivered {
+		return false, nil
+	}
+	raw := func(i int) []byte {
+		d := t.data[i]
+		if arm.StructuredIDs {
+			d = d[arms.StructuredPrefixLen:]
+		}
+		return d
+	}
+	var got []byte
+	switch {
+	case arm.Variant == arms.VariantWhole:
+		got = t.data[0]
+	case units.Desc != nil:
+		var shards []arms.Shard
+		for i := range t.data {
+			shards = append(shards, arms.Shard{Index: i, Data: raw(i)})
+		}
+		var err error
+		if got, err = arms.Decode(*units.Desc, shards); err != nil {
+			return false, fmt.Errorf("decode: %w", err)
+		}
+	default:
+		for i := range units.Units {
+			got = append(got, raw(i)...)
+		}
+	}
+	return bytes.Equal(got, payload), nil
 }
 
 // dialGraph connects every edge, the lower index dialling node j at

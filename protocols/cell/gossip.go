@@ -2,7 +2,6 @@ package cell
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +9,9 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
+
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/phase"
 )
 
 // Gossip holds gossipsub's parameters for a cell. The study pins D, Dlo,
@@ -28,6 +30,10 @@ type Gossip struct {
 	FloodPublish         bool    // not pinned: off in v0.19
 	IDontWantThreshold   int     // bytes; library default 1 KiB
 	QueueSize            int     // outbound and validation queues
+	// MaxIHaveMessages is the IHAVE flood limit per heartbeat: the library's
+	// 10, raised to 4 096 for the phase arms (study-model.md, "Gossipsub
+	// settings"); Run sets it from the arm.
+	MaxIHaveMessages int
 }
 
 // StudyGossip returns the study's gossipsub settings with the library's
@@ -45,6 +51,7 @@ func StudyGossip() Gossip {
 		FloodPublish:         false,
 		IDontWantThreshold:   d.IDontWantMessageThreshold,
 		QueueSize:            600,
+		MaxIHaveMessages:     d.MaxIHaveMessages,
 	}
 }
 
@@ -61,6 +68,7 @@ func (g Gossip) Knobs() map[string]string {
 		"flood-publish":         strconv.FormatBool(g.FloodPublish),
 		"idontwant-threshold":   strconv.Itoa(g.IDontWantThreshold),
 		"queue-size":            strconv.Itoa(g.QueueSize),
+		"max-ihave-messages":    strconv.Itoa(g.MaxIHaveMessages),
 	}
 }
 
@@ -109,18 +117,18 @@ func (g Gossip) validate() error {
 		return fmt.Errorf("gossip: history gossip %d must be within [0, history length %d]", g.HistoryGossip, g.HistoryLength)
 	case g.QueueSize < 1:
 		return fmt.Errorf("gossip: queue size %d must be at least 1", g.QueueSize)
+	case g.MaxIHaveMessages < 1:
+		return fmt.Errorf("gossip: max IHAVE messages %d must be at least 1", g.MaxIHaveMessages)
 	}
 	return nil
 }
 
-// MessageID is the study's 20-byte hash id (a SHA-256 prefix of the data).
-func MessageID(data []byte) string {
-	h := sha256.Sum256(data)
-	return string(h[:20])
-}
+// MessageID is the message id of every arm (arms.MessageID): the study's
+// 20-byte hash id (a SHA-256 prefix of the data), or a structured id.
+func MessageID(data []byte) string { return arms.MessageID(data) }
 
-// newGossipSub starts gossipsub on h with the cell's settings.
-func newGossipSub(ctx context.Context, h host.Host, g Gossip, maxMsg int, tr *tracer) (*pubsub.PubSub, error) {
+// params are the library parameters for g.
+func (g Gossip) params() pubsub.GossipSubParams {
 	p := pubsub.DefaultGossipSubParams()
 	p.D, p.Dlo, p.Dhi = g.D, g.Dlo, g.Dhi
 	p.Dout = max(0, min(p.Dout, g.Dlo-1, g.D/2-1))
@@ -131,19 +139,39 @@ func newGossipSub(ctx context.Context, h host.Host, g Gossip, maxMsg int, tr *tr
 	p.GossipFactor = g.GossipFactor
 	p.GossipRetransmission = g.GossipRetransmission
 	p.IDontWantMessageThreshold = g.IDontWantThreshold
-	ps, err := pubsub.NewGossipSub(ctx, h,
-		pubsub.WithGossipSubParams(p),
-		pubsub.WithFloodPublish(g.FloodPublish),
+	p.MaxIHaveMessages = g.MaxIHaveMessages
+	return p
+}
+
+// newGossipSub starts gossipsub on h with the cell's settings: the stock
+// router when policies is nil, else uplink's phase router (which behaves
+// as the stock router on topics without a policy).
+func newGossipSub(ctx context.Context, h host.Host, g Gossip, maxMsg int, tr *tracer, policies map[string]phase.Policy) (*pubsub.PubSub, *phase.Router, error) {
+	idFn := func(m *pb.Message) string { return MessageID(m.GetData()) }
+	opts := []pubsub.Option{
 		pubsub.WithPeerOutboundQueueSize(g.QueueSize),
 		pubsub.WithValidateQueueSize(g.QueueSize),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
 		pubsub.WithNoAuthor(),
 		pubsub.WithMaxMessageSize(maxMsg),
-		pubsub.WithMessageIdFn(func(m *pb.Message) string { return MessageID(m.GetData()) }),
+		pubsub.WithMessageIdFn(idFn),
 		pubsub.WithRawTracer(tr),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("gossipsub: %w", err)
 	}
-	return ps, nil
+	if policies == nil {
+		opts = append(opts, pubsub.WithGossipSubParams(g.params()), pubsub.WithFloodPublish(g.FloodPublish))
+		ps, err := pubsub.NewGossipSub(ctx, h, opts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gossipsub: %w", err)
+		}
+		return ps, nil, nil
+	}
+	rt, err := phase.New(h, g.params(), idFn, policies)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gossipsub: %w", err)
+	}
+	ps, err := pubsub.NewGossipSubWithRouter(ctx, h, rt, append(opts, rt.Options()...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gossipsub: %w", err)
+	}
+	return ps, rt, nil
 }

@@ -82,6 +82,14 @@ func summarize(stats []*queues.Stats) QueueSummary {
 	return q
 }
 
+// WireRecord is an arm's wire form (study-model.md, "Arms"): records
+// with different wire forms are not compared.
+type WireRecord struct {
+	Messages int `json:"messages"`
+	Unit     int `json:"unit"`
+	IDWidth  int `json:"id_width"`
+}
+
 // Phases are wall seconds spent in each phase of a cell run.
 type Phases struct {
 	Hosts    float64 `json:"hosts_s"`
@@ -95,7 +103,7 @@ type Phases struct {
 // (study-model.md, "Records") and what uplink adds: the profile and every
 // knob, the transport, the version, wall time, phases and counts.
 type Record struct {
-	Arm          string   `json:"arm"`
+	Arm          string   `json:"arm"` // the published name (harness records)
 	Seed         uint64   `json:"seed"`
 	Net          string   `json:"net"`
 	Pay          string   `json:"pay"`
@@ -119,6 +127,12 @@ type Record struct {
 	CtrlRxNode   float64  `json:"ctrl_rx_node_bytes"`
 	WallS        float64  `json:"wall_s"`
 	MaxRSSKB     int64    `json:"max_rss_kb"`
+
+	ArmName  string     `json:"arm_name"` // the catalogue name (protocols/arms)
+	Policy   string     `json:"policy"`   // forwarding: stock, stock batch, or the phase policy
+	Topics   int        `json:"topics"`
+	Wire     WireRecord `json:"wire_form"`
+	Verified int        `json:"verified,omitempty"` // receivers whose rebuilt payload matched (--verify)
 
 	Profile    string            `json:"profile"`
 	Knobs      map[string]string `json:"knobs"`

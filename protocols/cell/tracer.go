@@ -10,14 +10,19 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// tracer records one node's view of a cell: its mesh on the cell's topic,
-// when the measured message was delivered, duplicates, and gossip control
-// traffic. pubsub calls it from its own goroutines, hence the mutex.
+// tracer records one node's view of a cell: its meshes on the cell's
+// topics, when it completed the measured publish (held Need of its units),
+// duplicates, and gossip control traffic. pubsub calls it from its own
+// goroutines, hence the mutex.
 type tracer struct {
-	mu     sync.Mutex
-	topic  string
-	target string // message id of the measured publish; "" before it
-	mesh   map[peer.ID]struct{}
+	mu      sync.Mutex
+	topics  map[string]int // topic: index in mesh
+	mesh    []map[peer.ID]struct{}
+	targets map[string]int // unit message id: unit index; nil before the publish
+	need    int
+	got     int
+	keep    bool           // keep the data of delivered units (verification)
+	data    map[int][]byte // unit index: data as delivered, when keep
 
 	delivered   bool
 	deliveredAt time.Time
@@ -29,7 +34,7 @@ type tracer struct {
 // rpcCounts totals the RPCs of one direction.
 type rpcCounts struct {
 	data, ctrl              int64 // encoded bytes: published messages, the rest
-	msgs                    int   // whole messages carried
+	msgs                    int   // messages carried
 	ihave, iwant, idontwant int   // message ids announced, requested, declined
 }
 
@@ -59,44 +64,76 @@ func (c *rpcCounts) add(rpc *pubsub.RPC) {
 
 var _ pubsub.RawTracer = (*tracer)(nil)
 
-func newTracer(topic string) *tracer {
-	return &tracer{topic: topic, mesh: make(map[peer.ID]struct{})}
+func newTracer(topics []string) *tracer {
+	t := &tracer{topics: map[string]int{}}
+	for i, name := range topics {
+		t.topics[name] = i
+		t.mesh = append(t.mesh, map[peer.ID]struct{}{})
+	}
+	return t
 }
 
+// meshSize is the mesh size on the first topic.
 func (t *tracer) meshSize() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.mesh)
+	return len(t.mesh[0])
 }
 
-func (t *tracer) setTarget(id string) {
+// meshRange is the smallest and largest mesh over the node's topics.
+func (t *tracer) meshRange() (lo, hi int) {
 	t.mu.Lock()
-	t.target = id
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	lo = len(t.mesh[0])
+	for _, m := range t.mesh {
+		lo, hi = min(lo, len(m)), max(hi, len(m))
+	}
+	return lo, hi
+}
+
+// setTargets starts the measurement: the node is complete once it holds
+// need of ids (indexed by unit). With keep it keeps the units' data.
+func (t *tracer) setTargets(ids []string, need int, keep bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.targets = make(map[string]int, len(ids))
+	for i, id := range ids {
+		t.targets[id] = i
+	}
+	t.need, t.keep = need, keep
+	if keep {
+		t.data = map[int][]byte{}
+	}
 }
 
 func (t *tracer) Graft(p peer.ID, topic string) {
-	if topic != t.topic {
-		return
-	}
 	t.mu.Lock()
-	t.mesh[p] = struct{}{}
+	if i, ok := t.topics[topic]; ok {
+		t.mesh[i][p] = struct{}{}
+	}
 	t.mu.Unlock()
 }
 
 func (t *tracer) Prune(p peer.ID, topic string) {
-	if topic != t.topic {
-		return
-	}
 	t.mu.Lock()
-	delete(t.mesh, p)
+	if i, ok := t.topics[topic]; ok {
+		delete(t.mesh[i], p)
+	}
 	t.mu.Unlock()
 }
 
 func (t *tracer) DeliverMessage(msg *pubsub.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.delivered && t.target != "" && msg.ID == t.target {
+	i, ok := t.targets[msg.ID]
+	if !ok {
+		return
+	}
+	t.got++
+	if t.keep {
+		t.data[i] = msg.GetData()
+	}
+	if !t.delivered && t.got >= t.need {
 		t.delivered = true
 		t.deliveredAt = time.Now()
 	}
@@ -104,7 +141,7 @@ func (t *tracer) DeliverMessage(msg *pubsub.Message) {
 
 func (t *tracer) DuplicateMessage(msg *pubsub.Message) {
 	t.mu.Lock()
-	if t.target != "" && msg.ID == t.target {
+	if _, ok := t.targets[msg.ID]; ok {
 		t.dups++
 	}
 	t.mu.Unlock()

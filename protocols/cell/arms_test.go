@@ -1,0 +1,150 @@
+package cell
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+
+	"github.com/uplinksim/uplink/protocols/arms"
+)
+
+// armCell runs a 30-node, degree-12, 256 KiB cell of arm under the
+// harness profile with the study's gossipsub settings, verifying every
+// receiver's payload.
+func armCell(t *testing.T, arm string, mutate func(*Config)) *Record {
+	t.Helper()
+	p, _ := LookupProfile("harness")
+	c := Config{Arm: arm, Seed: 7, N: 30, Degree: 12, Payload: 256 << 10, Profile: p, Verify: true}
+	if mutate != nil {
+		mutate(&c)
+	}
+	rec, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// TestArmsEveryReceiverCompletes: every arm of the catalogue except
+// variant B, at 30 nodes: every receiver completes, rebuilds the payload
+// (decoding the coded arms), and the record carries the arm's wire form.
+func TestArmsEveryReceiverCompletes(t *testing.T) {
+	for _, a := range arms.Catalogue {
+		if a.Variant == arms.VariantB {
+			continue
+		}
+		t.Run(a.Name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := armCell(t, a.Name, nil)
+				if rec.Completed != 29 || rec.Verified != 29 {
+					t.Fatalf("%d of 29 receivers completed, %d rebuilt the payload", rec.Completed, rec.Verified)
+				}
+				payload := arms.MainnetLikePayload(7, 256<<10)
+				if a.Variant == arms.VariantWhole {
+					payload = makePayload(7, 256<<10)
+				}
+				wf, err := a.WireForm(payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := (WireRecord{wf.MessageCount, wf.Unit, wf.IDWidth}); rec.Wire != got {
+					t.Fatalf("wire form %+v, want %+v", rec.Wire, got)
+				}
+				if rec.Arm != a.Published || rec.ArmName != a.Name {
+					t.Fatalf("record names the arm %q (%q)", rec.Arm, rec.ArmName)
+				}
+				wantTopics := 1
+				if a.Variant == arms.VariantC {
+					wantTopics = wf.MessageCount
+				}
+				if rec.Topics != wantTopics {
+					t.Fatalf("%d topics, want %d", rec.Topics, wantTopics)
+				}
+				t.Logf("%s (%s): p50 %.3f p99 %.3f dups %d rx/node %.0f ctrl/node %.0f pub %d",
+					a.Name, rec.Policy, *rec.P50S, *rec.P99S, rec.Dups, rec.RxNodeBytes, rec.CtrlRxNode, rec.PubBytes)
+			})
+		})
+	}
+}
+
+// TestCodedArmsAnyK: the publisher withholds shards. With K shards of the
+// 2K withheld, every receiver completes from the other K and decodes the
+// payload; with K+1 withheld, nobody can complete.
+func TestCodedArmsAnyK(t *testing.T) {
+	for _, name := range []string{"acoded_32k", "crs_32k"} {
+		a, _ := arms.LookupArm(name)
+		k := 8 // 256 KiB at 32 KiB
+		t.Run(name+"/data-withheld", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := armCell(t, a.Name, func(c *Config) {
+					for i := range k {
+						c.Withhold = append(c.Withhold, i) // every data shard
+					}
+				})
+				if rec.Completed != 29 || rec.Verified != 29 {
+					t.Fatalf("from the K parity shards: %d of 29 completed, %d decoded", rec.Completed, rec.Verified)
+				}
+			})
+		})
+		t.Run(name+"/too-few", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := armCell(t, a.Name, func(c *Config) {
+					for i := range k + 1 {
+						c.Withhold = append(c.Withhold, i) // every data shard and one parity shard
+					}
+					c.Window = 3e9
+				})
+				if rec.Completed != 0 || rec.P50S != nil {
+					t.Fatalf("with K-1 shards published, %d receivers completed", rec.Completed)
+				}
+			})
+		})
+	}
+}
+
+// TestPhaseRouterPolicyOff: uplink's router with no policy behaves as the
+// stock router. The whole message at seeds 7 to 9, with every node on the
+// phase router and with half the nodes on the stock router, completes at
+// every receiver, and the median p50 lies within the stock router's own
+// seed-to-seed range (widened by 10 % for run-to-run noise: runs of one
+// seed differ by up to about 10 % at this size). A mixed network runs a
+// phase arm too.
+func TestPhaseRouterPolicyOff(t *testing.T) {
+	seeds := []uint64{7, 8, 9}
+	modes := []int{routerByArm, routerPhase, routerMixed}
+	p50 := make([][]float64, len(modes))
+	for i, mode := range modes {
+		for _, seed := range seeds {
+			synctest.Test(t, func(t *testing.T) {
+				rec := armCell(t, "wholend", func(c *Config) { c.routers, c.Seed = mode, seed })
+				if rec.Completed != 29 || rec.Verified != 29 {
+					t.Fatalf("router mode %d seed %d: %d of 29 completed", mode, seed, rec.Completed)
+				}
+				p50[i] = append(p50[i], *rec.P50S)
+			})
+		}
+	}
+	lo, hi := slices.Min(p50[0]), slices.Max(p50[0])
+	for i, name := range []string{"phase router", "mixed"} {
+		m := median(p50[i+1])
+		if m < 0.9*lo || m > 1.1*hi {
+			t.Errorf("%s: median p50 %.3f s outside the stock router's seeds %.3f to %.3f s", name, m, lo, hi)
+		}
+	}
+	t.Logf("whole message p50 by seed: stock %.3f, phase router %.3f, mixed %.3f", p50[0], p50[1], p50[2])
+	synctest.Test(t, func(t *testing.T) {
+		rec := armCell(t, "atuned_32k", func(c *Config) { c.routers = routerMixed })
+		if rec.Completed != 29 || rec.Verified != 29 {
+			t.Fatalf("A-tuned with half the nodes stock: %d of 29 completed", rec.Completed)
+		}
+	})
+}
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
