@@ -69,6 +69,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile into this folder")
+	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) or streams:SIZE (SIZE each way over a dummy stream on every connection; the report's warm cells used 320KiB)")
+	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
+	backgroundS := fs.String("background", "", "background load: SIZE@INTERVAL, e.g. 64KiB@100ms: a random node publishes SIZE every INTERVAL on the cell's topic")
+	bgLeadS := fs.String("background-lead", "2s", "how long the background load runs before the measured publish")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -118,6 +122,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *jobs < 1 {
 		return usageError{fmt.Errorf("--jobs %d: must be at least 1", *jobs)}
 	}
+	warmup, err := parseWarmup(*warmupS, *drainGapS)
+	if err != nil {
+		return usageError{err}
+	}
+	background, err := parseBackground(*backgroundS, *bgLeadS)
+	if err != nil {
+		return usageError{err}
+	}
 	var armList []arms.Arm
 	for _, name := range strings.Split(*armsS, ",") {
 		a, err := arms.LookupArm(strings.TrimSpace(name))
@@ -130,7 +142,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		armList = append(armList, a)
 	}
 	base := cell.Config{
-		Verify: *verify, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
+		Verify: *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
 		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: version,
 		Gossip: cell.StudyGossip(),
 	}
@@ -523,4 +535,50 @@ func printTable(w io.Writer, recs []*cell.Record) {
 			col(func(r *cell.Record) *float64 { return r.P99S }), col(func(r *cell.Record) *float64 { return r.LastS }))
 	}
 	tw.Flush()
+}
+
+// parseWarmup reads --warmup (payload, or streams:SIZE) and --drain-gap.
+func parseWarmup(s, gapS string) (cell.Warmup, error) {
+	gap, err := parseDuration(gapS)
+	if err != nil {
+		return cell.Warmup{}, fmt.Errorf("--drain-gap: %w", err)
+	}
+	kind, size, hasSize := strings.Cut(s, ":")
+	switch {
+	case s == "":
+		if gap != 0 {
+			return cell.Warmup{}, fmt.Errorf("--drain-gap %s needs --warmup", gapS)
+		}
+		return cell.Warmup{}, nil
+	case kind == "payload" && !hasSize:
+		return cell.Warmup{Kind: "payload", Gap: gap}, nil
+	case kind == "streams":
+		n, err := parseSize(size)
+		if err != nil || n < 1 {
+			return cell.Warmup{}, fmt.Errorf("--warmup %q: want streams:SIZE with a positive size, such as streams:320KiB", s)
+		}
+		return cell.Warmup{Kind: "streams", Stream: int(n), Gap: gap}, nil
+	}
+	return cell.Warmup{}, fmt.Errorf("--warmup %q: want payload or streams:SIZE", s)
+}
+
+// parseBackground reads --background (SIZE@INTERVAL) and --background-lead.
+func parseBackground(s, leadS string) (cell.Background, error) {
+	if s == "" {
+		return cell.Background{}, nil
+	}
+	size, every, ok := strings.Cut(s, "@")
+	n, err := parseSize(size)
+	if !ok || err != nil || n < 1 {
+		return cell.Background{}, fmt.Errorf("--background %q: want SIZE@INTERVAL, such as 64KiB@100ms", s)
+	}
+	d, err := parseDuration(every)
+	if err != nil || d <= 0 {
+		return cell.Background{}, fmt.Errorf("--background %q: the interval must be a positive duration, such as 100ms", s)
+	}
+	lead, err := parseDuration(leadS)
+	if err != nil {
+		return cell.Background{}, fmt.Errorf("--background-lead: %w", err)
+	}
+	return cell.Background{Size: int(n), Interval: d, Lead: lead}, nil
 }

@@ -70,6 +70,10 @@ type Config struct {
 	// units it was delivered (decoding coded arms) and records how many
 	// matched. It keeps every delivered unit until the end of the window.
 	Verify bool
+	// Warmup and Background are the warm-up and background-load modes
+	// (zero: off).
+	Warmup     Warmup
+	Background Background
 	// routers, for tests of the phase router: routerByArm, routerPhase
 	// (every node runs the phase router, with no policy for stock arms), or
 	// routerMixed (odd nodes run the stock router, even ones the arm's).
@@ -129,6 +133,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%d nodes of degree %d: need at least 2 nodes and degree 1", c.N, c.Degree)
 	case c.Window <= 0 || c.Deadline <= 0:
 		return errors.New("the observation window and the deadline must be positive")
+	}
+	if err := c.Warmup.validate(); err != nil {
+		return err
+	}
+	if err := c.Background.validate(); err != nil {
+		return err
 	}
 	if c.Transport == "tcp" {
 		if _, err := c.Profile.tcpConfig(c.Seed); err != nil {
@@ -211,6 +221,8 @@ func Run(cfg Config) (*Record, error) {
 		Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,
 		PayloadBytes: cfg.Payload, Pay: sizeName(cfg.Payload),
 		Profile: cfg.Profile.Name, Knobs: cfg.Profile.Knobs(), Gossip: cfg.Gossip.Knobs(),
+		Warmup: cfg.Warmup.String(), WarmupGapS: cfg.Warmup.Gap.Seconds(),
+		Background: cfg.Background.String(), BackgroundLeadS: cfg.Background.Lead.Seconds(),
 		Transport: cfg.Transport, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
 	}
 	draw := cfg.Topology
@@ -400,6 +412,37 @@ func Run(cfg Config) (*Record, error) {
 	rec.Phases.Mesh = (w3 - w2).Seconds()
 	cfg.logf("cell seed %d: meshes %s after %.2f s virtual (%.1f s wall)", cfg.Seed, stableWord(rec.MeshStable), (live.Now() - subscribed).Seconds(), rec.Phases.Mesh)
 
+	// Warm-up, then the background's lead-in.
+	if cfg.Warmup.Kind != "" {
+		ws := live.Now()
+		switch cfg.Warmup.Kind {
+		case "streams":
+			if err := warmStreams(ctx, hosts, cfg.Warmup.Stream); err != nil {
+				return nil, fmt.Errorf("cell: %w", err)
+			}
+		case "payload":
+			warm := arms.MainnetLikePayload(cfg.Seed^0x7761726d, cfg.Payload)
+			if arm.Variant == arms.VariantWhole {
+				warm = makePayload(cfg.Seed^0x7761726d, cfg.Payload)
+			}
+			missing, err := warmPayload(ctx, warmCell{arm: arm, payload: warm, slot: cfg.Seed + 1, tracers: tracers, routers: routers,
+				publisher: publisher, topics: topics[0], unitTopic: unitTopic}, cfg.Window.Duration())
+			if err != nil {
+				return nil, fmt.Errorf("cell: %w", err)
+			}
+			rec.WarmupMissing = missing
+		}
+		rec.WarmupS = (live.Now() - ws).Seconds()
+		time.Sleep(cfg.Warmup.Gap.Duration())
+		cfg.logf("cell seed %d: warm-up %s took %.2f s virtual; publishing after a %v gap", cfg.Seed, cfg.Warmup, rec.WarmupS, cfg.Warmup.Gap.Duration())
+	}
+	stopBackground := func() {}
+	if cfg.Background.Size > 0 {
+		stopBackground = startBackground(ctx, cfg.Background, cfg.Seed, topics)
+		defer stopBackground()
+		time.Sleep(cfg.Background.Lead.Duration())
+	}
+
 	// Publish from node 0 and observe.
 	ids := units.IDs()
 	meshAtPublish := make([]int, n)
@@ -424,6 +467,7 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: publish: %w", err)
 	}
 	time.Sleep(cfg.Window.Duration())
+	stopBackground()
 	w4 := des.WallNow()
 	rec.Phases.Delivery = (w4 - w3).Seconds()
 

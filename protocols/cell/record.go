@@ -134,6 +134,14 @@ type Record struct {
 	Wire     WireRecord `json:"wire_form"`
 	Verified int        `json:"verified,omitempty"` // receivers whose rebuilt payload matched (--verify)
 
+	// The warm-up and background-load modes, when on.
+	Warmup          string  `json:"warmup,omitempty"`
+	WarmupGapS      float64 `json:"warmup_gap_s,omitempty"`
+	WarmupS         float64 `json:"warmup_s,omitempty"`       // virtual seconds the warm-up took
+	WarmupMissing   int     `json:"warmup_missing,omitempty"` // receivers without the warm-up payload
+	Background      string  `json:"background,omitempty"`
+	BackgroundLeadS float64 `json:"background_lead_s,omitempty"`
+
 	Profile    string            `json:"profile"`
 	Knobs      map[string]string `json:"knobs"`
 	UpQdiscs   map[string]int    `json:"uplink_qdiscs"`

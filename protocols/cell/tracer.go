@@ -91,8 +91,9 @@ func (t *tracer) meshRange() (lo, hi int) {
 	return lo, hi
 }
 
-// setTargets starts the measurement: the node is complete once it holds
-// need of ids (indexed by unit). With keep it keeps the units' data.
+// setTargets starts a measurement, ending any earlier one (a warm-up): the
+// node is complete once it holds need of ids (indexed by unit). With keep
+// it keeps the units' data.
 func (t *tracer) setTargets(ids []string, need int, keep bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -101,9 +102,11 @@ func (t *tracer) setTargets(ids []string, need int, keep bool) {
 		t.targets[id] = i
 	}
 	t.need, t.keep = need, keep
+	t.data = nil
 	if keep {
 		t.data = map[int][]byte{}
 	}
+	t.got, t.dups, t.delivered, t.deliveredAt = 0, 0, false, time.Time{}
 }
 
 func (t *tracer) Graft(p peer.ID, topic string) {

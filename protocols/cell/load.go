@@ -1,0 +1,241 @@
+package cell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/phase"
+)
+
+// Warmup is the warm-up mode of a cell: traffic before the measured
+// publish, which then follows after Gap of quiet.
+//
+//   - "payload": node 0 first publishes a payload of the same shape (the
+//     same arm and size, other bytes) and the cell waits until every
+//     receiver holds it (the warm-up: a payload diffused first).
+//   - "streams:SIZE": both ends of every connection send SIZE bytes to the
+//     other over a dummy stream, and the cell waits until all have
+//     arrived (report.md section 9: 320 KiB per connection, the
+//     bandwidth-delay product of 50 Mbit/s × 50 ms).
+//
+// The gap is counted from the end of the warm-up, so a gap of 0 still
+// separates the warm-up from the publish; report.md's warm cells
+// published while the warm-up was draining, which is not reproduced.
+type Warmup struct {
+	Kind   string // "", "payload" or "streams"
+	Stream int    // bytes per direction per connection ("streams")
+	Gap    des.Time
+}
+
+// validate checks the mode.
+func (w Warmup) validate() error {
+	switch {
+	case w.Kind != "" && w.Kind != "payload" && w.Kind != "streams":
+		return fmt.Errorf("warm-up %q: want payload or streams:SIZE", w.Kind)
+	case w.Kind == "streams" && w.Stream < 1:
+		return fmt.Errorf("warm-up streams of %d bytes: want a positive size, such as streams:320KiB", w.Stream)
+	case w.Gap < 0:
+		return fmt.Errorf("warm-up drain gap %v must not be negative", w.Gap.Duration())
+	}
+	return nil
+}
+
+// String is the mode in a record's words.
+func (w Warmup) String() string {
+	switch w.Kind {
+	case "streams":
+		return "streams:" + sizeName(w.Stream)
+	default:
+		return w.Kind
+	}
+}
+
+// Background is the background-load mode: from Lead before the measured
+// publish until the end of the window, every Interval one node drawn from
+// the seed (any node but the publisher) publishes Size random bytes on the
+// cell's first topic, under the arm's forwarding policy. Their bytes count
+// in the nodes' byte totals.
+type Background struct {
+	Size     int
+	Interval des.Time
+	Lead     des.Time
+}
+
+// validate checks the mode.
+func (b Background) validate() error {
+	switch {
+	case b.Size < 0 || (b.Size > 0 && b.Interval <= 0):
+		return fmt.Errorf("background %d bytes every %v: want a positive size and interval, such as 64KiB@100ms", b.Size, b.Interval.Duration())
+	case b.Lead < 0:
+		return fmt.Errorf("background lead-in %v must not be negative", b.Lead.Duration())
+	}
+	return nil
+}
+
+// String is the mode in a record's words.
+func (b Background) String() string {
+	if b.Size == 0 {
+		return ""
+	}
+	return sizeName(b.Size) + "@" + b.Interval.Duration().String()
+}
+
+// warmupProto is the dummy-stream protocol of the streams warm-up.
+const warmupProto = "/uplink/warmup/1"
+
+// warmStreams sends size bytes each way over every connection and returns
+// when all have arrived.
+func warmStreams(ctx context.Context, hosts []host.Host, size int) error {
+	for _, h := range hosts {
+		h.SetStreamHandler(warmupProto, func(s network.Stream) {
+			_, _ = io.Copy(io.Discard, s)
+			_ = s.Close()
+		})
+	}
+	defer func() {
+		for _, h := range hosts {
+			h.RemoveStreamHandler(warmupProto)
+		}
+	}()
+	buf := make([]byte, size)
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	for i, h := range hosts {
+		for _, p := range h.Network().Peers() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := sendWarmup(ctx, h, p, buf); err != nil {
+					select {
+					case errs <- fmt.Errorf("node %d to %s: %w", i, p, err):
+					default:
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("warm-up streams: %w", err)
+	default:
+		return nil
+	}
+}
+
+// sendWarmup writes buf on a new stream to p and waits for the reader to
+// close its side, which it does once it has read everything.
+func sendWarmup(ctx context.Context, h host.Host, p peer.ID, buf []byte) error {
+	s, err := h.NewStream(ctx, p, warmupProto)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := s.Write(buf); err != nil {
+		return err
+	}
+	if err := s.CloseWrite(); err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, s); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// warmPayload publishes a payload of the cell's shape from node 0 and
+// waits until every receiver holds it, or until limit has passed. It
+// returns the number of receivers that did not complete.
+func warmPayload(ctx context.Context, c warmCell, limit time.Duration) (int, error) {
+	u, err := c.arm.Units(c.payload, c.slot)
+	if err != nil {
+		return 0, fmt.Errorf("warm-up payload: %w", err)
+	}
+	ids := u.IDs()
+	for i, t := range c.tracers {
+		t.setTargets(ids, u.Need, false)
+		if rt := c.routers[i]; rt != nil {
+			if err := rt.Expect(ids, u.Need); err != nil {
+				return 0, fmt.Errorf("warm-up payload: node %d: %w", i, err)
+			}
+		}
+	}
+	if err := publish(ctx, c.publisher, c.topics, u, c.unitTopic, nil, c.arm.Forward.Batch); err != nil {
+		return 0, fmt.Errorf("warm-up payload: %w", err)
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		missing := 0
+		for _, t := range c.tracers[1:] {
+			t.mu.Lock()
+			if !t.delivered {
+				missing++
+			}
+			t.mu.Unlock()
+		}
+		if missing == 0 || !time.Now().Before(deadline) {
+			return missing, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// warmCell is what warmPayload needs of a running cell.
+type warmCell struct {
+	arm       arms.Arm
+	payload   []byte
+	slot      uint64
+	tracers   []*tracer
+	routers   []*phase.Router
+	publisher *pubsub.PubSub
+	topics    []*pubsub.Topic // node 0's
+	unitTopic func(int) int
+}
+
+// startBackground publishes the background load until stop is called;
+// stop waits for the publishing goroutine to end.
+func startBackground(ctx context.Context, b Background, seed uint64, topics [][]*pubsub.Topic) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(seed, 0x6267))
+		n := len(topics)
+		for k := uint64(0); ; k++ {
+			data := make([]byte, b.Size)
+			for i := 0; i+8 <= len(data); i += 8 {
+				v := rng.Uint64()
+				for j := range 8 {
+					data[i+j] = byte(v >> (8 * j))
+				}
+			}
+			copy(data, strconv.FormatUint(k, 10)) // distinct ids
+			from := 1 + rng.IntN(n-1)
+			if err := topics[from][0].Publish(ctx, data); err != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(b.Interval.Duration()):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
