@@ -86,8 +86,10 @@ func buildUplink(t *testing.T) string {
 func TestRunWritesRecords(t *testing.T) {
 	bin := buildUplink(t)
 	out := filepath.Join(t.TempDir(), "records.jsonl")
+	profDir := filepath.Join(t.TempDir(), "prof")
 	cmd := exec.Command(bin, "run", "--profile", "harness", "--nodes", "10", "--degree", "4",
-		"--payload", "64KiB", "--seeds", "3-4", "--gossip", "Dlazy=0", "--knob", "settle=1", "--out", out)
+		"--payload", "64KiB", "--seeds", "3-4", "--gossip", "Dlazy=0", "--knob", "settle=1", "--out", out,
+		"--cpuprofile", profDir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -125,6 +127,15 @@ func TestRunWritesRecords(t *testing.T) {
 	if !strings.Contains(stdout.String(), "medians across seeds") || !strings.Contains(stderr.String(), "done 2/2 cells") {
 		t.Fatalf("output lacks the table or progress:\n%s\n%s", stdout.String(), stderr.String())
 	}
+	// One CPU profile per phase and the heap at the end of the delivery.
+	for _, seed := range []string{"3", "4"} {
+		for _, f := range []string{"hosts.cpu", "dial.cpu", "mesh.cpu", "delivery.cpu", "teardown.cpu", "delivery.heap"} {
+			name := filepath.Join(profDir, "cell-wholend-harness-"+seed+"-"+f+".prof")
+			if st, err := os.Stat(name); err != nil || st.Size() == 0 {
+				t.Errorf("profile %s: %v", name, err)
+			}
+		}
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -145,6 +156,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--gossip", "D=3"}, "unknown gossip knob"},
 		{[]string{"run", "--uplink-qdisc", "pie@30%"}, "no discipline"},
 		{[]string{"run", "--memlimit", "12"}, "--memlimit"},
+		{[]string{"run", "--arm", "dtuned"}, "unknown arm"},
+		{[]string{"run", "--arm", "bfixed"}, "variant B"},
+		{[]string{"run", "--warmup", "hot"}, "--warmup"},
+		{[]string{"run", "--warmup", "streams:0"}, "positive size"},
+		{[]string{"run", "--drain-gap", "1s"}, "needs --warmup"},
+		{[]string{"run", "--background", "64KiB"}, "SIZE@INTERVAL"},
+		{[]string{"run", "--background", "64KiB@0s"}, "positive duration"},
 	}
 	checkUsageErrors(t, cases)
 }

@@ -68,7 +68,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
-	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile into this folder")
+	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) and its heap at the end of the delivery into this folder")
 	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) or streams:SIZE (SIZE each way over a dummy stream on every connection; the report's warm cells used 320KiB)")
 	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
 	backgroundS := fs.String("background", "", "background load: SIZE@INTERVAL, e.g. 64KiB@100ms: a random node publishes SIZE every INTERVAL on the cell's topic")
@@ -341,11 +341,11 @@ func runCells(cfgs []cell.Config, o runOpts, stdout, stderr io.Writer) error {
 				defer func() { <-sem }()
 				var args []string
 				if o.profDir != "" {
-					args = []string{"--cpuprofile", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%d.prof", c.Profile.Name, c.Seed))}
+					args = []string{"--profile-prefix", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%s-%d", c.Arm, c.Profile.Name, c.Seed))}
 				}
 				rec, err := runChild(ctx, self, c, o.env, args, func(line string) {
 					mu.Lock()
-					fmt.Fprintf(stderr, "[%s seed %d] %s\n", c.Profile.Name, c.Seed, line)
+					fmt.Fprintf(stderr, "[%s %s seed %d] %s\n", c.Arm, c.Profile.Name, c.Seed, line)
 					mu.Unlock()
 				})
 				results <- result{i, rec, err}
@@ -434,25 +434,25 @@ func runChild(ctx context.Context, self string, c cell.Config, env, args []strin
 func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink cell", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	prefix := fs.String("profile-prefix", "", "write a CPU profile per phase to PREFIX-PHASE.cpu.prof and the heap at the end of the delivery to PREFIX-delivery.heap.prof")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{errors.New("cell: takes a JSON cell configuration on standard input (it is run by uplink run)")}
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
 	var c cell.Config
 	if err := json.NewDecoder(stdin).Decode(&c); err != nil {
 		return fmt.Errorf("cell: reading the configuration: %w", err)
 	}
 	c.Progress = stderr
+	if *prefix != "" {
+		hook, stop := phaseProfiler(*prefix, stderr)
+		defer stop()
+		c.PhaseHook = hook
+	}
 	var rec *cell.Record
-	err = des.RunInBubble(func(*testing.T) error {
+	err := des.RunInBubble(func(*testing.T) error {
 		var err error
 		rec, err = cell.Run(c)
 		return err

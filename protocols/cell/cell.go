@@ -74,6 +74,11 @@ type Config struct {
 	// (zero: off).
 	Warmup     Warmup
 	Background Background
+	// PhaseHook, when set, is called as each phase starts: hosts, dial,
+	// mesh, warmup (when on), delivery, teardown. A profiler can switch
+	// files there; it runs on the cell's goroutine inside the bubble and
+	// must not start goroutines there.
+	PhaseHook func(phase string) `json:"-"`
 	// routers, for tests of the phase router: routerByArm, routerPhase
 	// (every node runs the phase router, with no policy for stock arms), or
 	// routerMixed (odd nodes run the stock router, even ones the arm's).
@@ -162,6 +167,12 @@ func Run(cfg Config) (*Record, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
+	phaseStart := func(name string) {
+		if cfg.PhaseHook != nil {
+			cfg.PhaseHook(name)
+		}
+	}
+	phaseStart("hosts")
 	w0 := des.WallNow()
 	restoreProcs := func() {}
 	if cfg.SetupProcs > 0 {
@@ -326,6 +337,7 @@ func Run(cfg Config) (*Record, error) {
 		}
 		hosts = append(hosts, h)
 	}
+	phaseStart("dial")
 	w1 := des.WallNow()
 	rec.Phases.Hosts = (w1 - w0).Seconds()
 	cfg.logf("cell seed %d: %d hosts in %.1f s", cfg.Seed, n, rec.Phases.Hosts)
@@ -336,6 +348,7 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: dial: %w", err)
 	}
 	restoreProcs()
+	phaseStart("mesh")
 	w2 := des.WallNow()
 	rec.Phases.Dial = (w2 - w1).Seconds()
 	cfg.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(graph.Edges), rec.Phases.Dial, live.Now().Seconds())
@@ -414,6 +427,7 @@ func Run(cfg Config) (*Record, error) {
 
 	// Warm-up, then the background's lead-in.
 	if cfg.Warmup.Kind != "" {
+		phaseStart("warmup")
 		ws := live.Now()
 		switch cfg.Warmup.Kind {
 		case "streams":
@@ -444,6 +458,9 @@ func Run(cfg Config) (*Record, error) {
 	}
 
 	// Publish from node 0 and observe.
+	phaseStart("delivery")
+	wPub := des.WallNow()
+	rec.Phases.Warmup = (wPub - w3).Seconds()
 	ids := units.IDs()
 	meshAtPublish := make([]int, n)
 	for i, t := range tracers {
@@ -468,8 +485,9 @@ func Run(cfg Config) (*Record, error) {
 	}
 	time.Sleep(cfg.Window.Duration())
 	stopBackground()
+	phaseStart("teardown")
 	w4 := des.WallNow()
-	rec.Phases.Delivery = (w4 - w3).Seconds()
+	rec.Phases.Delivery = (w4 - wPub).Seconds()
 
 	// Collect.
 	live.Lock()

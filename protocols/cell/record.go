@@ -95,6 +95,7 @@ type Phases struct {
 	Hosts    float64 `json:"hosts_s"`
 	Dial     float64 `json:"dial_s"`
 	Mesh     float64 `json:"mesh_s"`
+	Warmup   float64 `json:"warmup_s,omitempty"` // the warm-up, its gap and the background's lead-in
 	Delivery float64 `json:"delivery_s"`
 	Teardown float64 `json:"teardown_s"`
 }
