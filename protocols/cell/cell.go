@@ -7,6 +7,9 @@ package cell
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,6 +122,22 @@ func (c *Config) Defaults() {
 	}
 }
 
+// Key identifies the cell run: a hash of every setting that can change its
+// result (arm, seed, size, topology, profile and knobs, gossip, window,
+// modes), not of how it is run (progress, cores, verification, version).
+// Records carry it, so a rerun can skip cells it already has.
+func (c Config) Key() string {
+	c.Defaults()
+	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook = nil, 0, "", false, false, nil
+	b, err := json.Marshal(c)
+	if err != nil {
+		// Config holds only plain data; this cannot fail.
+		panic(fmt.Sprintf("cell: config key: %v", err))
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
+}
+
 func (c *Config) validate() error {
 	arm, err := arms.LookupArm(c.Arm)
 	if err != nil {
@@ -167,6 +186,7 @@ func Run(cfg Config) (*Record, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
+	key := cfg.Key() // before Run adapts anything for the arm
 	phaseStart := func(name string) {
 		if cfg.PhaseHook != nil {
 			cfg.PhaseHook(name)
@@ -227,6 +247,7 @@ func Run(cfg Config) (*Record, error) {
 		withheld[i] = true
 	}
 	rec := &Record{
+		Key: key,
 		Arm: arm.Published, ArmName: arm.Name, Policy: policyName, Topics: len(topicNames),
 		Wire: WireRecord{Messages: units.Form.MessageCount, Unit: units.Form.Unit, IDWidth: units.Form.IDWidth},
 		Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,

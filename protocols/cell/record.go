@@ -104,6 +104,7 @@ type Phases struct {
 // (study-model.md, "Records") and what uplink adds: the profile and every
 // knob, the transport, the version, wall time, phases and counts.
 type Record struct {
+	Key          string   `json:"key"` // Config.Key of the run
 	Arm          string   `json:"arm"` // the published name (harness records)
 	Seed         uint64   `json:"seed"`
 	Net          string   `json:"net"`
