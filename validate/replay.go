@@ -1,0 +1,356 @@
+package validate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// A replay runs the cells behind a reference table's numbers on uplink,
+// each on the profile that reproduces the row's backend, and sets uplink's
+// result beside the reference.
+//
+// Which rows replay: the rows whose measure is "value" and whose statistic
+// is one a cell record carries (p50, p90, p99, last, rate_3s), about one
+// arm, one backend, one transport, one queue, one scenario and one
+// condition. The others (differences, ratios, bounds, host CPU, rows about
+// several arms or scenarios) stay in the table as context and are listed
+// as not replayed, with the reason.
+//
+// How a row maps onto a cell (every choice here is the report's, section 2
+// and Appendix C, or says where it is ours):
+//
+//   - backend harness (the published record) and twin: the harness profile;
+//     shadow: the shadow profile; linux: the kernel profile.
+//   - queue: the profile's own unless the row names another: shadow with
+//     round-robin runs uplink-qdisc=shadow-rr, with fq_codel
+//     uplink-qdisc=fq_codel; linux with fq_codel runs fq_codel both ways
+//     (the namespace cells put the same leaf on upload and download).
+//   - condition cold: no warm-up; warm: 320 KiB each way over a dummy
+//     stream on every connection (section 9), publish right after it
+//     ends. The send-buffer conditions (section 5) have no knob yet.
+//   - the arm by its published name; variant B is not implemented yet.
+//
+// A replay may shrink the cell (fewer nodes, other seeds) for a quick
+// look; its output then says the comparison is indicative only.
+
+// Column is one backend column of a reference table.
+type Column struct {
+	Backend, Transport, Queue, Scenario, Condition string
+}
+
+func (c Column) String() string {
+	s := c.Backend + " " + c.Transport + " " + c.Queue
+	if c.Scenario != "home" {
+		s += " " + c.Scenario
+	}
+	if c.Condition != "cold" {
+		s += " " + c.Condition
+	}
+	return s
+}
+
+// ReplayCell is one reference cell (arm, column, size) with the uplink
+// configuration that replays it, one per seed.
+type ReplayCell struct {
+	Arm     arms.Arm
+	Column  Column
+	N       int
+	Payload int
+	Seeds   []uint64
+	Configs []cell.Config // one per seed
+	Rows    []RefRow      // the reference numbers about this cell
+}
+
+// Skip is a table row that is not replayed, with the reason.
+type Skip struct {
+	Row    RefRow
+	Reason string
+}
+
+// Plan is what replaying a table runs.
+type Plan struct {
+	Table   string
+	Cells   []*ReplayCell
+	Skipped []Skip
+	// Shrunk is set when the options changed the cells' size or seeds.
+	Shrunk bool
+}
+
+// PlanOptions adapt a replay. Zero values keep the table's own.
+type PlanOptions struct {
+	Seeds    []uint64 // replace every row's seeds
+	N        int      // replace every row's node count
+	Arms     []string // only these arms (any catalogue name)
+	Backends []string // only these backends (harness, twin, shadow, linux)
+	// Base is the configuration every cell starts from (gossip knobs,
+	// window, degree); the plan sets arm, profile, transport, knobs, size,
+	// scenario, condition and seed.
+	Base cell.Config
+}
+
+// replayable statistics and how a record gives them.
+var recordStats = map[string]func(*cell.Record) Value{
+	"p50":     func(r *cell.Record) Value { return ptrValue(r.P50S) },
+	"p90":     func(r *cell.Record) Value { return ptrValue(r.P90S) },
+	"p99":     func(r *cell.Record) Value { return ptrValue(r.P99S) },
+	"last":    func(r *cell.Record) Value { return ptrValue(r.LastS) },
+	"rate_3s": func(r *cell.Record) Value { return Known(100 * float64(r.RateK) / float64(max(r.RateN, 1))) },
+}
+
+func ptrValue(v *float64) Value {
+	if v == nil {
+		return CensoredValue()
+	}
+	return Known(*v)
+}
+
+// RecordStat returns a record's value of a replayable statistic.
+func RecordStat(stat string, r *cell.Record) (Value, bool) {
+	f, ok := recordStats[stat]
+	if !ok {
+		return Value{}, false
+	}
+	return f(r), true
+}
+
+// PlanTable plans the replay of table name.
+func PlanTable(name string, o PlanOptions) (*Plan, error) {
+	rows, err := LoadTable(name)
+	if err != nil {
+		return nil, err
+	}
+	var want []arms.Arm
+	for _, a := range o.Arms {
+		arm, err := arms.LookupArm(a)
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", name, err)
+		}
+		want = append(want, arm)
+	}
+	for _, b := range o.Backends {
+		if _, err := profileFor(b); err != nil {
+			return nil, fmt.Errorf("replay %s: %w", name, err)
+		}
+	}
+	p := &Plan{Table: name, Shrunk: o.N != 0 || o.Seeds != nil}
+	byKey := map[string]*ReplayCell{}
+	for _, r := range rows {
+		reason := ""
+		var arm arms.Arm
+		switch {
+		case r.Measure != "value":
+			reason = "a " + r.Measure + " (context, not a cell's value)"
+		case recordStats[r.Statistic] == nil:
+			reason = "statistic " + r.Statistic + " is not in a cell record"
+		case strings.Contains(r.ArmPublished, ";") || strings.Contains(r.Backend, ";") || strings.Contains(r.Transport, ";") ||
+			strings.Contains(r.Queue, ";") || strings.Contains(r.Scenario, ";") || strings.Contains(r.Condition, ";"):
+			reason = "the row is about several cells"
+		case r.Condition != "cold" && r.Condition != "warm":
+			reason = "condition " + r.Condition + " has no knob yet"
+		default:
+			arm, err = arms.LookupArm(r.ArmPublished)
+			switch {
+			case err != nil:
+				reason = "arm " + r.ArmPublished + " is not in the catalogue"
+			case arm.Variant == arms.VariantB:
+				reason = "variant B is not implemented yet"
+			}
+		}
+		if reason == "" && len(want) > 0 && !slices.ContainsFunc(want, func(a arms.Arm) bool { return a.Name == arm.Name }) {
+			continue
+		}
+		if reason == "" && len(o.Backends) > 0 && !slices.Contains(o.Backends, r.Backend) {
+			continue
+		}
+		if reason != "" {
+			p.Skipped = append(p.Skipped, Skip{Row: r, Reason: reason})
+			continue
+		}
+		col := Column{r.Backend, r.Transport, r.Queue, r.Scenario, r.Condition}
+		n, seeds := r.N, seedsOf(r.Seeds)
+		if o.N != 0 {
+			n = o.N
+		}
+		if o.Seeds != nil {
+			seeds = o.Seeds
+		}
+		if len(seeds) == 0 {
+			p.Skipped = append(p.Skipped, Skip{Row: r, Reason: "the report does not name its seeds; give --seeds"})
+			continue
+		}
+		key := fmt.Sprint(arm.Name, col, n, r.PayloadBytes, seeds)
+		c := byKey[key]
+		if c == nil {
+			c = &ReplayCell{Arm: arm, Column: col, N: n, Payload: int(r.PayloadBytes), Seeds: seeds}
+			for _, s := range seeds {
+				cfg, err := configFor(o.Base, arm, col, n, int(r.PayloadBytes), s)
+				if err != nil {
+					return nil, fmt.Errorf("replay %s, %s line %d: %w", name, r.File, r.Line, err)
+				}
+				c.Configs = append(c.Configs, cfg)
+			}
+			byKey[key] = c
+			p.Cells = append(p.Cells, c)
+		}
+		c.Rows = append(c.Rows, r)
+	}
+	return p, nil
+}
+
+func seedsOf(s Seeds) []uint64 {
+	out := make([]uint64, 0, len(s.List))
+	for _, x := range s.List {
+		out = append(out, uint64(x))
+	}
+	return out
+}
+
+// profileFor names the profile of a backend.
+func profileFor(backend string) (string, error) {
+	switch backend {
+	case "harness", "twin":
+		return "harness", nil
+	case "shadow":
+		return "shadow", nil
+	case "linux":
+		return "kernel", nil
+	}
+	return "", fmt.Errorf("backend %q: want harness, twin, shadow or linux", backend)
+}
+
+// configFor builds the cell configuration of one reference cell at seed.
+func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed uint64) (cell.Config, error) {
+	name, err := profileFor(col.Backend)
+	if err != nil {
+		return cell.Config{}, err
+	}
+	prof, err := cell.LookupProfile(name)
+	if err != nil {
+		return cell.Config{}, err
+	}
+	set := func(k, v string) error { return prof.Set(k, v) }
+	switch {
+	case col.Backend == "shadow" && col.Queue == "round-robin":
+		err = set("uplink-qdisc", "shadow-rr")
+	case col.Backend == "shadow" && col.Queue == "fq_codel":
+		err = set("uplink-qdisc", "fq_codel")
+	case col.Backend == "linux" && col.Queue == "fq_codel":
+		if err = set("uplink-qdisc", "fq_codel"); err == nil {
+			err = set("downlink-qdisc", "fq_codel")
+		}
+	case (col.Backend == "harness" || col.Backend == "twin") && col.Queue != "fq_codel",
+		col.Backend == "shadow" && col.Queue != "fifo",
+		col.Backend == "linux" && col.Queue != "fifo":
+		err = fmt.Errorf("queue %q under backend %s has no mapping", col.Queue, col.Backend)
+	}
+	if err != nil {
+		return cell.Config{}, err
+	}
+	c := base
+	c.Arm, c.Seed, c.N, c.Payload, c.Net = arm.Name, seed, n, payload, col.Scenario
+	c.Transport, c.Profile = col.Transport, prof
+	if col.Condition == "warm" {
+		c.Warmup = cell.Warmup{Kind: "streams", Stream: 320 << 10}
+	}
+	if c.Degree == 0 {
+		c.Degree = 70 // every cell of the report (study-model.md)
+	}
+	if c.Degree >= n { // a shrunk replay: the complete graph
+		c.Degree = n - 1
+	}
+	if c.Window == 0 {
+		c.Window = 8 * des.Second
+	}
+	return c, nil
+}
+
+// Row is one replayed number beside its reference.
+type Row struct {
+	Ref      RefRow
+	Cell     *ReplayCell
+	PerSeed  []Value // uplink, by the cell's seeds; missing seeds left out
+	Missing  int     // seeds without a record
+	Median   Value
+	Spread   Spread
+	Diff     Value // (uplink − reference) / reference, in percent
+	Within   bool  // the reference lies within uplink's seed range
+	Censored bool
+}
+
+// Compare sets the records (by Config.Key) beside the plan's reference
+// numbers.
+//
+// The verdict "within the seed spread" needs the reference backend's
+// per-seed values, which the report's tables do not print; it is read here
+// as: the reference median lies within uplink's own range of per-seed
+// values (the same spread test with the roles swapped, on the assumption
+// that both backends spread alike over the same seeds).
+func (p *Plan) Compare(records map[string]*cell.Record) []Row {
+	var out []Row
+	for _, c := range p.Cells {
+		for _, r := range c.Rows {
+			row := Row{Ref: r, Cell: c}
+			for _, cfg := range c.Configs {
+				rec := records[cfg.Key()]
+				if rec == nil {
+					row.Missing++
+					continue
+				}
+				v, _ := RecordStat(r.Statistic, rec)
+				row.PerSeed = append(row.PerSeed, v)
+			}
+			if len(row.PerSeed) > 0 {
+				row.Median, _ = Median(row.PerSeed)
+				row.Spread, _ = SeedSpread(row.PerSeed)
+				row.Diff, _ = DiffPct(row.Median, Known(r.Value))
+				row.Within = row.Spread.Contains(Known(r.Value))
+				row.Censored = row.Median.Censored
+			}
+			out = append(out, row)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Row) int {
+		if c := cmp.Compare(a.Cell.Column.String(), b.Cell.Column.String()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Ref.Statistic, b.Ref.Statistic)
+	})
+	return out
+}
+
+// Rankings compares, per column and statistic, the order of the arms by
+// the reference medians with their order by uplink's medians (rows with an
+// uplink median only).
+func Rankings(rows []Row) map[string]Ranking {
+	type group struct{ ref, cand map[string]Value }
+	groups := map[string]*group{}
+	for _, r := range rows {
+		if len(r.PerSeed) == 0 {
+			continue
+		}
+		k := r.Cell.Column.String() + " " + r.Ref.Statistic
+		g := groups[k]
+		if g == nil {
+			g = &group{ref: map[string]Value{}, cand: map[string]Value{}}
+			groups[k] = g
+		}
+		g.ref[r.Cell.Arm.Published] = Known(r.Ref.Value)
+		g.cand[r.Cell.Arm.Published] = r.Median
+	}
+	out := map[string]Ranking{}
+	for k, g := range groups {
+		if len(g.ref) < 2 {
+			continue
+		}
+		if rk, err := CompareRankings(g.ref, g.cand); err == nil {
+			out[k] = rk
+		}
+	}
+	return out
+}

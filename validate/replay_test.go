@@ -1,0 +1,127 @@
+package validate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+func TestPlanAppendixD(t *testing.T) {
+	p, err := PlanTable("appendix_d_home", PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Five arms without variant B, four columns each (published, twin,
+	// Shadow QUIC, Shadow TCP), p50 and p99 each.
+	if len(p.Cells) != 20 || p.Shrunk {
+		t.Fatalf("%d cells (shrunk %v), want 20", len(p.Cells), p.Shrunk)
+	}
+	reasons := map[string]int{}
+	for _, s := range p.Skipped {
+		reasons[s.Reason]++
+	}
+	if reasons["variant B is not implemented yet"] != 16 || reasons["a diff_pct (context, not a cell's value)"] != 14 {
+		t.Fatalf("skipped: %v", reasons)
+	}
+	keys := map[string]map[string]bool{} // column: keys
+	for _, c := range p.Cells {
+		if len(c.Configs) != 10 || c.N != 500 || c.Payload != 1<<20 || len(c.Rows) != 2 {
+			t.Fatalf("%s %s: %d configs, N %d, payload %d, %d rows", c.Arm.Name, c.Column, len(c.Configs), c.N, c.Payload, len(c.Rows))
+		}
+		for i, cfg := range c.Configs {
+			want := map[string]string{"harness": "harness", "twin": "harness", "shadow": "shadow"}[c.Column.Backend]
+			if cfg.Profile.Name != want || cfg.Transport != c.Column.Transport || cfg.Seed != uint64(7+i) || cfg.Degree != 70 || cfg.Arm != c.Arm.Name {
+				t.Fatalf("%s %s seed %d: profile %s transport %s degree %d", c.Arm.Name, c.Column, cfg.Seed, cfg.Profile.Name, cfg.Transport, cfg.Degree)
+			}
+			if keys[c.Column.Backend] == nil {
+				keys[c.Column.Backend] = map[string]bool{}
+			}
+			keys[c.Column.Backend][cfg.Key()] = true
+		}
+	}
+	// The published record and its twin are the same uplink cell.
+	for k := range keys["harness"] {
+		if !keys["twin"][k] {
+			t.Fatal("the harness and twin columns should share their cells")
+		}
+	}
+	for k := range keys["shadow"] {
+		if keys["harness"][k] {
+			t.Fatal("a shadow cell has the key of a harness cell")
+		}
+	}
+	// Shrinking and filtering.
+	p, err = PlanTable("appendix_d_home", PlanOptions{N: 20, Seeds: []uint64{3}, Arms: []string{"A-tuned 32k"}, Backends: []string{"shadow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Cells) != 2 || !p.Shrunk || p.Cells[0].Configs[0].N != 20 || p.Cells[0].Configs[0].Degree != 19 {
+		t.Fatalf("shrunk plan: %d cells, shrunk %v, N %d degree %d", len(p.Cells), p.Shrunk, p.Cells[0].Configs[0].N, p.Cells[0].Configs[0].Degree)
+	}
+	if _, err := PlanTable("appendix_d_home", PlanOptions{Arms: []string{"nope"}}); err == nil {
+		t.Fatal("an unknown arm should be refused")
+	}
+	if _, err := PlanTable("nope", PlanOptions{}); err == nil {
+		t.Fatal("an unknown table should be refused")
+	}
+}
+
+// Compare: per-seed values, their median, the difference from the
+// reference in percent and the within-range verdict, by hand.
+func TestPlanCompare(t *testing.T) {
+	p, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7, 8, 9}, Arms: []string{"wholend", "atuned"}, Backends: []string{"shadow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]*cell.Record{}
+	f := func(v float64) *float64 { return &v }
+	for _, c := range p.Cells {
+		if c.Column.Transport != "quic" {
+			continue // TCP left unrun
+		}
+		for i, cfg := range c.Configs {
+			r := &cell.Record{Key: cfg.Key()}
+			if c.Arm.Published == "wholend" {
+				// Shadow QUIC's whole message is 3.22 / 4.04 s.
+				r.P50S, r.P99S = f([]float64{3.0, 3.3, 3.6}[i]), f([]float64{4.5, 4.6, 4.7}[i])
+			} else {
+				r.P50S, r.P99S = f(0.8), nil // p99 censored
+			}
+			records[cfg.Key()] = r
+		}
+	}
+	rows := p.Compare(records)
+	seen := 0
+	for _, r := range rows {
+		switch {
+		case r.Cell.Column.Transport == "tcp":
+			if len(r.PerSeed) != 0 || r.Missing != 3 {
+				t.Fatalf("tcp row: %d values, %d missing", len(r.PerSeed), r.Missing)
+			}
+		case r.Cell.Arm.Published == "wholend" && r.Ref.Statistic == "p50":
+			seen++
+			// Median 3.3 against 3.22: +2.48 %; 3.22 lies in 3.0..3.6.
+			if r.Median.V != 3.3 || math.Abs(r.Diff.V-100*(3.3-3.22)/3.22) > 1e-9 || !r.Within {
+				t.Fatalf("whole p50: median %v diff %v within %v", r.Median, r.Diff, r.Within)
+			}
+		case r.Cell.Arm.Published == "wholend" && r.Ref.Statistic == "p99":
+			seen++
+			if r.Median.V != 4.6 || r.Within {
+				t.Fatalf("whole p99: median %v within %v; 4.04 lies below 4.5..4.7", r.Median, r.Within)
+			}
+		case r.Ref.Statistic == "p99":
+			seen++
+			if !r.Median.Censored || !r.Diff.Censored || r.Within {
+				t.Fatalf("censored p99: median %v diff %v within %v", r.Median, r.Diff, r.Within)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Fatalf("checked %d rows, want 3", seen)
+	}
+	rk := Rankings(rows)
+	if r, ok := rk["shadow quic fifo p50"]; !ok || !r.Same() {
+		t.Fatalf("rankings: %+v", rk)
+	}
+}
