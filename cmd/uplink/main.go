@@ -18,6 +18,7 @@ Usage:
 
 Commands:
   run       gossipsub cells (the main job); a bare 'uplink run' runs a small default
+  validate  replay a reference table of the study's report and compare
   bulk      bulk transfers between two nodes over real quic-go or uplink's TCP
   version   print the version
 
@@ -43,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCell(args[1:], os.Stdin, stdout, stderr)
 	case "bulk":
 		err = cmdBulk(args[1:], stdout, stderr)
+	case "validate":
+		err = cmdValidate(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "uplink", version)
 		return 0

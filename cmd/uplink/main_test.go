@@ -163,6 +163,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--drain-gap", "1s"}, "needs --warmup"},
 		{[]string{"run", "--background", "64KiB"}, "SIZE@INTERVAL"},
 		{[]string{"run", "--background", "64KiB@0s"}, "positive duration"},
+		{[]string{"validate"}, "--table is required"},
+		{[]string{"validate", "--table", "fig99"}, "fig99"},
+		{[]string{"validate", "--table", "appendix_d_home", "--arm", "zz"}, "unknown arm"},
+		{[]string{"validate", "--table", "appendix_d_home", "--backend", "ns3"}, "want harness, twin, shadow or linux"},
+		{[]string{"validate", "--table", "appendix_d_home", "--nodes", "1"}, "--nodes 1"},
 	}
 	checkUsageErrors(t, cases)
 }

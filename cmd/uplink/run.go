@@ -259,15 +259,30 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
-	env := append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", *procs), fmt.Sprintf("GOGC=%d", *gogc))
-	if *memLimit != "" {
-		b, err := parseSize(*memLimit)
+	env, err := cellEnv(*procs, *gogc, *memLimit)
+	if err != nil {
+		return err
+	}
+	recs, err := runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir}, stderr)
+	printTable(stdout, recs)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// cellEnv is the environment of the cell processes: GOMAXPROCS, GOGC and
+// the soft memory limit ("" for none).
+func cellEnv(procs, gogc int, memLimit string) ([]string, error) {
+	env := append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs), fmt.Sprintf("GOGC=%d", gogc))
+	if memLimit != "" {
+		b, err := parseSize(memLimit)
 		if err != nil || b < 64<<20 {
-			return usageError{fmt.Errorf("--memlimit %q: want a size of at least 64MiB, such as 7GiB", *memLimit)}
+			return nil, usageError{fmt.Errorf("--memlimit %q: want a size of at least 64MiB, such as 7GiB", memLimit)}
 		}
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", b))
 	}
-	return runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir}, stdout, stderr)
+	return env, nil
 }
 
 // parseSeeds reads "7", "7-16" or "7,9,11".
@@ -300,17 +315,19 @@ type runOpts struct {
 	profDir string
 }
 
-// runCells runs the cells in child processes and reports.
-func runCells(cfgs []cell.Config, o runOpts, stdout, stderr io.Writer) error {
+// runCells runs the cells in child processes, appending each record to
+// o.out as it arrives, with progress on stderr. It returns the records in
+// the order of cfgs (nil where a cell failed or was not run).
+func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, error) {
 	jobs, outPath := o.jobs, o.out
 	self, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("run: finding the uplink binary to run cells: %w", err)
+		return nil, fmt.Errorf("run: finding the uplink binary to run cells: %w", err)
 	}
 	var outFile *os.File
 	if outPath != "" {
 		if outFile, err = os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return fmt.Errorf("--out: %w", err)
+			return nil, fmt.Errorf("--out: %w", err)
 		}
 		defer outFile.Close()
 	}
@@ -360,31 +377,30 @@ func runCells(cfgs []cell.Config, o runOpts, stdout, stderr io.Writer) error {
 	for r := range results {
 		done++
 		if r.err != nil {
-			failures = append(failures, fmt.Sprintf("%s seed %d: %v", cfgs[r.i].Profile.Name, cfgs[r.i].Seed, r.err))
+			failures = append(failures, fmt.Sprintf("%s %s seed %d: %v", cfgs[r.i].Arm, cfgs[r.i].Profile.Name, cfgs[r.i].Seed, r.err))
 			continue
 		}
 		recs[r.i] = r.rec
 		if outFile != nil {
 			b, _ := json.Marshal(r.rec)
 			if _, err := outFile.Write(append(b, '\n')); err != nil {
-				return fmt.Errorf("--out: %w", err)
+				return recs, fmt.Errorf("--out: %w", err)
 			}
 		}
 		el := time.Since(start)
 		eta := time.Duration(float64(el) / float64(done) * float64(len(cfgs)-done))
 		mu.Lock()
-		fmt.Fprintf(stderr, "done %d/%d cells (%s seed %d: p50 %s, wall %.1f s); elapsed %s, ETA %s\n",
-			done, len(cfgs), r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second))
+		fmt.Fprintf(stderr, "done %d/%d cells (%s %s seed %d: p50 %s, wall %.1f s); elapsed %s, ETA %s\n",
+			done, len(cfgs), r.rec.Arm, r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second))
 		mu.Unlock()
 	}
-	printTable(stdout, recs)
 	if ctx.Err() != nil {
-		return errors.New("run: interrupted; the records written so far are complete")
+		return recs, errors.New("interrupted; the records written so far are complete")
 	}
 	if len(failures) > 0 {
-		return fmt.Errorf("run: %d of %d cells failed:\n  %s", len(failures), len(cfgs), strings.Join(failures, "\n  "))
+		return recs, fmt.Errorf("%d of %d cells failed:\n  %s", len(failures), len(cfgs), strings.Join(failures, "\n  "))
 	}
-	return nil
+	return recs, nil
 }
 
 // runChild runs one cell in a child process and returns its record with the

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/validate"
+)
+
+// cmdValidate replays a reference table on uplink and prints uplink's
+// numbers beside the report's, with the difference and a verdict.
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("uplink validate", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	table := fs.String("table", "", "the reference table to replay (--list-tables)")
+	listTables := fs.Bool("list-tables", false, "list the reference tables and exit")
+	seedsS := fs.String("seeds", "", "replace the table's seeds: 7, 7-16 or 7,9,11")
+	nodes := fs.Int("nodes", 0, "replace the table's node count (a shrunk replay is indicative only)")
+	armsS := fs.String("arm", "", "only these arms, comma-separated (any catalogue name)")
+	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux")
+	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
+	fresh := fs.Bool("fresh", false, "ignore the records already in --cache (they stay in the file)")
+	dryRun := fs.Bool("dry-run", false, "print what would run and exit")
+	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
+	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value (as uplink run)")
+	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery")
+	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials")
+	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
+	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if *listTables {
+		for _, t := range validate.Tables() {
+			fmt.Fprintln(stdout, t)
+		}
+		return nil
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("validate: unexpected argument %q", fs.Arg(0))}
+	}
+	if *table == "" {
+		return usageError{fmt.Errorf("validate: --table is required; one of: %s", strings.Join(validate.Tables(), ", "))}
+	}
+	if *jobs < 1 || *procs < 1 || *setupProcs < 1 {
+		return usageError{errors.New("validate: --jobs, --gomaxprocs and --setup-procs must be at least 1")}
+	}
+	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: version}}
+	if *seedsS != "" {
+		s, err := parseSeeds(*seedsS)
+		if err != nil {
+			return usageError{fmt.Errorf("--seeds: %w", err)}
+		}
+		o.Seeds = s
+	}
+	if *nodes < 0 || *nodes == 1 {
+		return usageError{fmt.Errorf("--nodes %d: want at least 2 (or 0 for the table's)", *nodes)}
+	}
+	if *armsS != "" {
+		o.Arms = splitList(*armsS)
+	}
+	if *backendsS != "" {
+		o.Backends = splitList(*backendsS)
+	}
+	for _, kv := range *gossip {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usageError{fmt.Errorf("--gossip %q: want name=value", kv)}
+		}
+		if err := o.Base.Gossip.Set(k, v); err != nil {
+			return usageError{fmt.Errorf("--gossip: %w", err)}
+		}
+	}
+	plan, err := validate.PlanTable(*table, o)
+	if err != nil {
+		return usageError{err}
+	}
+	if *cache == "" {
+		*cache = "validate-" + *table + ".jsonl"
+	}
+	records := map[string]*cell.Record{}
+	if !*fresh {
+		if records, err = readRecords(*cache); err != nil {
+			return err
+		}
+	}
+	// Columns that map onto the same uplink cell (the published harness
+	// record and its twin) share its runs.
+	var todo []cell.Config
+	seen := map[string]bool{}
+	for _, c := range plan.Cells {
+		for _, cfg := range c.Configs {
+			k := cfg.Key()
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if records[k] == nil {
+				todo = append(todo, cfg)
+			}
+		}
+	}
+	total := len(seen)
+	fmt.Fprintf(stderr, "validate %s: %d cells, %d runs (%d from %s, %d to run); %d rows not replayed\n",
+		*table, len(plan.Cells), total, total-len(todo), *cache, len(todo), len(plan.Skipped))
+	if plan.Shrunk {
+		fmt.Fprintln(stderr, "note: the cells are shrunk (--nodes or --seeds): the comparison is indicative only")
+	}
+	if *dryRun {
+		printPlan(stdout, plan, records)
+		return nil
+	}
+	var runErr error
+	if len(todo) > 0 {
+		for i := range todo {
+			todo[i].SetupProcs = *setupProcs
+		}
+		env, err := cellEnv(*procs, *gogc, *memLimit)
+		if err != nil {
+			return err
+		}
+		recs, err := runCells(todo, runOpts{jobs: *jobs, out: *cache, env: env}, stderr)
+		for _, r := range recs {
+			if r != nil {
+				records[r.Key] = r
+			}
+		}
+		runErr = err
+	}
+	printComparison(stdout, plan, records)
+	if runErr != nil {
+		return fmt.Errorf("validate: %w", runErr)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// readRecords reads a JSON Lines records file into a map by key (a later
+// record of the same key wins). A missing file is empty; a line that does
+// not parse (a run killed mid-write) is skipped with its line number.
+func readRecords(path string) (map[string]*cell.Record, error) {
+	out := map[string]*cell.Record{}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--cache: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for line := 1; sc.Scan(); line++ {
+		var r cell.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Key == "" {
+			fmt.Fprintf(os.Stderr, "uplink: %s line %d: not a cell record, skipped\n", path, line)
+			continue
+		}
+		out[r.Key] = &r
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--cache %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// printPlan lists the cells a replay runs and the rows it leaves out.
+func printPlan(w io.Writer, p *validate.Plan, records map[string]*cell.Record) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "arm\tcolumn\tnodes\tpayload\tseeds\tcached\tstatistics")
+	for _, c := range p.Cells {
+		cached := 0
+		for _, cfg := range c.Configs {
+			if records[cfg.Key()] != nil {
+				cached++
+			}
+		}
+		var stats []string
+		for _, r := range c.Rows {
+			stats = append(stats, r.Statistic)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Arm.Published, c.Column, c.N, c.Payload, len(c.Seeds), cached, strings.Join(stats, " "))
+	}
+	tw.Flush()
+	printSkipped(w, p)
+}
+
+func printSkipped(w io.Writer, p *validate.Plan) {
+	if len(p.Skipped) == 0 {
+		return
+	}
+	reasons := map[string]int{}
+	var order []string
+	for _, s := range p.Skipped {
+		if reasons[s.Reason] == 0 {
+			order = append(order, s.Reason)
+		}
+		reasons[s.Reason]++
+	}
+	fmt.Fprintln(w, "\nrows not replayed:")
+	for _, r := range order {
+		fmt.Fprintf(w, "  %3d  %s\n", reasons[r], r)
+	}
+}
+
+// printComparison prints the reference beside uplink, row by row, then the
+// rankings.
+func printComparison(w io.Writer, p *validate.Plan, records map[string]*cell.Record) {
+	rows := p.Compare(records)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "arm\tcolumn\tstat\treference\tuplink\tseed range\tseeds\tdiff\tverdict\t")
+	for _, r := range rows {
+		unit := r.Ref.Unit
+		ref := r.Ref.ValueText + " " + unit
+		if len(r.PerSeed) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t0/%d\t-\tnot run\t\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic, ref, len(r.Cell.Seeds))
+			continue
+		}
+		verdict := "outside"
+		if r.Within {
+			verdict = "within"
+		}
+		if r.Missing > 0 {
+			verdict += " (partial)"
+		}
+		f := func(v validate.Value) string { return fmtValue(v, unit) }
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s..%s\t%d/%d\t%s\t%s\t\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic, ref,
+			f(r.Median), f(r.Spread.Lo), f(r.Spread.Hi), len(r.PerSeed), len(r.Cell.Seeds), validate.FormatDiff(r.Diff), verdict)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nverdict: \"within\" when the reference median lies in uplink's range of per-seed values (the tables print no per-seed reference values).")
+	rk := validate.Rankings(rows)
+	if len(rk) > 0 {
+		fmt.Fprintln(w, "\nranking of the arms, reference against uplink:")
+		keys := make([]string, 0, len(rk))
+		for k := range rk {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			r := rk[k]
+			word := "same order"
+			if !r.Same() {
+				word = fmt.Sprintf("%d pairs reversed: %v", r.Discordant, r.DiscordantPairs)
+			}
+			fmt.Fprintf(w, "  %-40s %s (Kendall tau %.2f)\n", k, word, r.Tau)
+		}
+	}
+	printSkipped(w, p)
+}
+
+// fmtValue prints an uplink value at about the reports' precision.
+func fmtValue(v validate.Value, unit string) string {
+	switch {
+	case v.Censored:
+		return "cens."
+	case unit == "s":
+		return fmt.Sprintf("%.3f s", v.V)
+	case unit == "%":
+		return fmt.Sprintf("%.1f %%", v.V)
+	}
+	return fmt.Sprintf("%.4g %s", v.V, unit)
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestValidateReplay: a 20-node replay of two Appendix D cells end to end
+// (the whole message and A-tuned under the harness profile, seed 7): both
+// statistics of both arms get an uplink value, a difference and a
+// verdict, and the ranking line; a rerun takes every cell from the cache
+// and runs nothing.
+func TestValidateReplay(t *testing.T) {
+	bin := buildUplink(t)
+	cache := filepath.Join(t.TempDir(), "cache.jsonl")
+	args := []string{"validate", "--table", "appendix_d_home", "--nodes", "20", "--seeds", "7",
+		"--arm", "wholend,atuned", "--backend", "harness", "--cache", cache, "--jobs", "2"}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("uplink validate: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	row := regexp.MustCompile(`(?m)^\s*(wholend|atuned)\s+harness quic fq_codel\s+(p50|p99)\s+\S+ s\s+\d+\.\d{3} s\s+.*\s1/1\s+\S+\s+(within|outside)\s*$`)
+	if got := row.FindAllString(out, -1); len(got) != 4 {
+		t.Fatalf("%d comparison rows, want 4:\n%s", len(got), out)
+	}
+	if !strings.Contains(out, "harness quic fq_codel p50") || !strings.Contains(stderr.String(), "2 to run") ||
+		!strings.Contains(stderr.String(), "indicative only") {
+		t.Fatalf("missing ranking, plan or shrink note:\n%s\n%s", out, stderr.String())
+	}
+	data, err := os.ReadFile(cache)
+	if err != nil || strings.Count(string(data), "\n") != 2 {
+		t.Fatalf("cache holds %q, %v; want two records", data, err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	cmd = exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("uplink validate (rerun): %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "2 from") || !strings.Contains(stderr.String(), "0 to run") || strings.Contains(stderr.String(), "done 1/") {
+		t.Fatalf("the rerun did not take the cells from the cache:\n%s", stderr.String())
+	}
+	if got := row.FindAllString(stdout.String(), -1); len(got) != 4 {
+		t.Fatalf("rerun: %d comparison rows, want 4:\n%s", len(got), stdout.String())
+	}
+}
