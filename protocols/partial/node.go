@@ -1,0 +1,604 @@
+// Package partial is variant B of the study: the payload's parts travel on
+// go-libp2p-pubsub's partial-messages extension (/meshsub/1.3.0), with
+// per-peer bitmaps of held and wanted parts, a push policy and a claim
+// ledger (study-model.md "Variant B"; report.md Appendix A).
+//
+// The study's own implementation is not available; this one is written
+// from the description, and where the description is silent it makes a
+// choice and says so:
+//
+//   - Wire form (ours): the parts metadata is the held bitmap followed by
+//     the wanted bitmap; a partial message is a run of frames, each a part
+//     index and length (uvarints) and the part's bytes.
+//   - Phase policy: a node that gets a new part volunteers it to its top
+//     max(0, replication − known holders) mesh peers by rendezvous rank of
+//     (part, peer), and sends its held bitmap to every mesh peer. Known
+//     holders are peers whose bitmap shows the part or who sent it.
+//   - Claim ledger: every pass (on news, and every retry interval while
+//     incomplete) each missing part without an open claim is claimed from
+//     a peer known to hold it that is not struck out, at most
+//     ClaimsPerPeer fresh claims per peer per pass, preferring the peer
+//     with the fewest open claims (then rendezvous rank). A claim not
+//     answered within the request timeout is a strike; at StrikeCap
+//     strikes the peer is passed over for StrikeMemory.
+//   - The request timeout starts at Timeout0 (16 × 25 ms) and then follows
+//     the responses: twice an exponentially weighted mean (weight 1/8) of
+//     the observed claim-to-part times, never below 50 ms (ours).
+//   - Push grace (ours): a claim for a part the node pushed to that peer
+//     less than PushGrace ago is not answered again; the push is in flight.
+//   - A complete node keeps serving and volunteering but claims no more.
+//   - Coded B sends one part per frame and, when a pass sends several
+//     parts to several peers, takes the peers round robin.
+package partial
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"iter"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p-pubsub/partialmessages"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Params are variant B's knobs (Appendix A's bfixed and bcodedfc1).
+type Params struct {
+	Replication     int           // pushes per new part: 2
+	ClaimsPerPeer   int           // fresh claims per peer per pass: 4
+	Timeout0        time.Duration // the first request timeout: 16 × 25 ms
+	Retry           time.Duration // the pass interval: 100 ms
+	PushGrace       time.Duration // 400 ms
+	StrikeCap       int           // strikes before a peer is passed over: 1
+	StrikeMemory    time.Duration // how long: 30 s
+	OnePartPerFrame bool          // coded B
+	// Mute makes the node ignore every claim: a peer that never answers
+	// (tests of the strike rule).
+	Mute bool
+}
+
+// Tuned returns B tuned's knobs; coded B sets OnePartPerFrame.
+func Tuned() Params {
+	return Params{Replication: 2, ClaimsPerPeer: 4, Timeout0: 16 * 25 * time.Millisecond, Retry: 100 * time.Millisecond,
+		PushGrace: 400 * time.Millisecond, StrikeCap: 1, StrikeMemory: 30 * time.Second}
+}
+
+// Validate checks the knobs.
+func (p Params) Validate() error {
+	if p.Replication < 0 || p.ClaimsPerPeer < 1 || p.Timeout0 <= 0 || p.Retry <= 0 || p.PushGrace < 0 || p.StrikeCap < 1 || p.StrikeMemory < 0 {
+		return fmt.Errorf("variant B: invalid knobs %+v", p)
+	}
+	return nil
+}
+
+// PeerState is the extension's per-peer state; this package keeps its own.
+type PeerState struct{}
+
+// Node is one node's variant B state. All of it lives on pubsub's event
+// loop: the extension calls OnIncomingRPC there, and Publish and the pass
+// timer get there through pubsub.PublishPartial.
+type Node struct {
+	p      Params
+	topic  string
+	group  []byte
+	total  int // parts in the group
+	need   int // parts that complete it
+	ext    *partialmessages.PartialMessagesExtension[PeerState]
+	ps     *pubsub.PubSub
+	onDone func(time.Time)
+
+	mu      sync.Mutex // guards ps (set after the extension is built)
+	parts   [][]byte   // held parts, nil where missing
+	held    int
+	done    bool
+	peers   map[peer.ID]*peerInfo
+	claims  map[int]claim // part: the open claim
+	srtt    time.Duration // mean claim-to-part time, 0 before the first
+	timeout time.Duration
+	timer   *time.Timer
+	Stats   Stats
+}
+
+// Stats counts one node's ledger, for records and tests.
+type Stats struct {
+	Claims, Answered, TimedOut, Strikes int
+	Pushed, Served, Duplicates          int
+}
+
+type peerInfo struct {
+	has        []bool
+	pushedAt   map[int]time.Time
+	strikes    int
+	struckTill time.Time
+	open       int // open claims
+}
+
+type claim struct {
+	peer     peer.ID
+	at       time.Time
+	deadline time.Time
+}
+
+// New builds a node for one group of total parts of which need complete
+// it, on topic. onDone is called (on the loop) when the node completes.
+// Give Extension to pubsub with pubsub.WithPartialMessagesExtension, then
+// call Attach with the PubSub.
+func New(p Params, topic string, group []byte, total, need int, onDone func(time.Time)) (*Node, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if total < 1 || need < 1 || need > total {
+		return nil, fmt.Errorf("variant B: %d of %d parts", need, total)
+	}
+	n := &Node{p: p, topic: topic, group: slices.Clone(group), total: total, need: need, onDone: onDone,
+		parts: make([][]byte, total), peers: map[peer.ID]*peerInfo{}, claims: map[int]claim{}, timeout: p.Timeout0}
+	n.ext = &partialmessages.PartialMessagesExtension[PeerState]{
+		Logger:        slog.New(slog.DiscardHandler),
+		OnIncomingRPC: n.onIncoming,
+		OnEmitGossip:  n.onGossip,
+	}
+	return n, nil
+}
+
+// Extension is the extension to give pubsub.
+func (n *Node) Extension() *partialmessages.PartialMessagesExtension[PeerState] { return n.ext }
+
+// Attach gives the node its PubSub (after pubsub.NewGossipSub).
+func (n *Node) Attach(ps *pubsub.PubSub) {
+	n.mu.Lock()
+	n.ps = ps
+	n.mu.Unlock()
+}
+
+// Close stops the pass timer.
+func (n *Node) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ps = nil
+	if n.timer != nil {
+		n.timer.Stop()
+	}
+}
+
+// Publish makes this node the publisher of parts (all of the group) and
+// starts their diffusion.
+func (n *Node) Publish(parts [][]byte) error {
+	if len(parts) != n.total {
+		return fmt.Errorf("variant B publish: %d parts, the group has %d", len(parts), n.total)
+	}
+	return n.onLoop(func(mesh map[peer.ID]PeerState, now time.Time) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		var fresh []int
+		for i, b := range parts {
+			if n.parts[i] == nil {
+				n.parts[i] = b
+				n.held++
+				fresh = append(fresh, i)
+			}
+		}
+		n.complete(now)
+		return n.spread(mesh, now, fresh, nil)
+	})
+}
+
+// Held returns the parts the node holds (nil where missing), read on the
+// loop.
+func (n *Node) Held() ([][]byte, error) {
+	var out [][]byte
+	err := n.onLoop(func(map[peer.ID]PeerState, time.Time) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		out = slices.Clone(n.parts)
+		return func(func(peer.ID, partialmessages.PublishAction) bool) {}
+	})
+	return out, err
+}
+
+// Counters returns the node's ledger counts, read on the loop.
+func (n *Node) Counters() (Stats, error) {
+	var st Stats
+	err := n.onLoop(func(map[peer.ID]PeerState, time.Time) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		st = n.Stats
+		return func(func(peer.ID, partialmessages.PublishAction) bool) {}
+	})
+	return st, err
+}
+
+// onLoop runs f on pubsub's event loop, where it may return what to send.
+func (n *Node) onLoop(f func(mesh map[peer.ID]PeerState, now time.Time) iter.Seq2[peer.ID, partialmessages.PublishAction]) error {
+	n.mu.Lock()
+	ps := n.ps
+	n.mu.Unlock()
+	if ps == nil {
+		return errors.New("variant B: node not attached or closed")
+	}
+	return pubsub.PublishPartial(ps, n.topic, n.group, func(mesh map[peer.ID]PeerState, _ func(peer.ID) bool) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		return f(mesh, time.Now())
+	})
+}
+
+// send publishes what f returns, from inside an extension callback (on
+// the loop already); the extension hands f the group's peers with the
+// mesh filled in.
+func (n *Node) send(f func(mesh map[peer.ID]PeerState) iter.Seq2[peer.ID, partialmessages.PublishAction]) {
+	_ = n.ext.PublishPartial(n.topic, n.group, func(mesh map[peer.ID]PeerState, _ func(peer.ID) bool) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		return f(mesh)
+	})
+}
+
+func (n *Node) peer(p peer.ID) *peerInfo {
+	pi := n.peers[p]
+	if pi == nil {
+		pi = &peerInfo{has: make([]bool, n.total), pushedAt: map[int]time.Time{}}
+		n.peers[p] = pi
+	}
+	return pi
+}
+
+// complete notes completion once enough parts are held.
+func (n *Node) complete(now time.Time) {
+	if !n.done && n.held >= n.need {
+		n.done = true
+		clear(n.claims)
+		if n.onDone != nil {
+			n.onDone(now)
+		}
+	}
+}
+
+// onIncoming handles a peer's partial message and metadata.
+func (n *Node) onIncoming(from peer.ID, _ map[peer.ID]PeerState, rpc *pb.PartialMessagesExtension) error {
+	now := time.Now()
+	pi := n.peer(from)
+	var fresh []int
+	if msg := rpc.GetPartialMessage(); len(msg) > 0 {
+		frames, err := decodeFrames(msg, n.total)
+		if err != nil {
+			return fmt.Errorf("variant B: from %s: %w", from, err)
+		}
+		for _, f := range frames {
+			pi.has[f.index] = true
+			if c, ok := n.claims[f.index]; ok && c.peer == from {
+				n.answered(c, now)
+			}
+			if n.parts[f.index] != nil {
+				n.Stats.Duplicates++
+				continue
+			}
+			n.parts[f.index] = f.data
+			n.held++
+			fresh = append(fresh, f.index)
+		}
+		n.complete(now)
+	}
+	var wants []int
+	if md := rpc.GetPartsMetadata(); len(md) > 0 {
+		has, want, err := decodeMetadata(md, n.total)
+		if err != nil {
+			return fmt.Errorf("variant B: from %s: %w", from, err)
+		}
+		for i := range n.total {
+			if has[i] {
+				pi.has[i] = true
+			}
+			if want[i] && n.parts[i] != nil && !n.p.Mute {
+				if at, ok := pi.pushedAt[i]; ok && now.Sub(at) < n.p.PushGrace {
+					continue // pushed a moment ago: in flight
+				}
+				wants = append(wants, i)
+			}
+		}
+	}
+	n.send(func(mesh map[peer.ID]PeerState) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		return n.spread(mesh, now, fresh, map[peer.ID][]int{from: wants})
+	})
+	return nil
+}
+
+// onGossip sends the held bitmap to the heartbeat's gossip peers.
+func (n *Node) onGossip(_ string, _ []byte, peers []peer.ID, _ map[peer.ID]PeerState) {
+	if n.held == 0 {
+		return
+	}
+	md := n.metadata(nil)
+	n.send(func(map[peer.ID]PeerState) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		return func(yield func(peer.ID, partialmessages.PublishAction) bool) {
+			for _, p := range peers {
+				if !yield(p, partialmessages.PublishAction{EncodedPartsMetadata: md}) {
+					return
+				}
+			}
+		}
+	})
+}
+
+// spread volunteers fresh parts, answers serve (parts claimed by peers),
+// runs a claim pass, and tells every mesh peer the held bitmap when it
+// changed; it returns what to send, one action per peer (or one per part
+// with OnePartPerFrame, peers taken round robin).
+func (n *Node) spread(mesh map[peer.ID]PeerState, now time.Time, fresh []int, serve map[peer.ID][]int) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+	out := map[peer.ID][]int{}
+	for p, parts := range serve {
+		out[p] = append(out[p], parts...)
+		n.Stats.Served += len(parts)
+	}
+	meshPeers := make([]peer.ID, 0, len(mesh))
+	for p := range mesh {
+		meshPeers = append(meshPeers, p)
+	}
+	slices.Sort(meshPeers)
+	for _, i := range fresh {
+		var cands []peer.ID
+		known := 0
+		for _, p := range meshPeers {
+			if n.peer(p).has[i] {
+				known++
+			} else {
+				cands = append(cands, p)
+			}
+		}
+		k := min(max(0, n.p.Replication-known), len(cands))
+		rankPeers(i, cands)
+		for _, p := range cands[:k] {
+			out[p] = append(out[p], i)
+			pi := n.peer(p)
+			pi.has[i] = true
+			pi.pushedAt[i] = now
+			n.Stats.Pushed++
+		}
+	}
+	wants := n.pass(now)
+	meta := map[peer.ID][]byte{}
+	if len(fresh) > 0 {
+		for _, p := range meshPeers {
+			meta[p] = nil // the held bitmap, below
+		}
+	}
+	for p := range wants {
+		meta[p] = nil
+	}
+	for p := range meta {
+		meta[p] = n.metadata(wants[p])
+	}
+	n.arm()
+	return n.actions(out, meta)
+}
+
+// pass is one claim pass: it expires late claims and opens new ones. It
+// returns the parts to want from each peer.
+func (n *Node) pass(now time.Time) map[peer.ID][]int {
+	for i, c := range n.claims {
+		if now.Before(c.deadline) {
+			continue
+		}
+		delete(n.claims, i)
+		n.Stats.TimedOut++
+		pi := n.peer(c.peer)
+		pi.open--
+		pi.strikes++
+		n.Stats.Strikes++
+		if pi.strikes >= n.p.StrikeCap {
+			pi.struckTill = now.Add(n.p.StrikeMemory)
+			pi.strikes = 0
+		}
+	}
+	if n.done {
+		return nil
+	}
+	fresh := map[peer.ID]int{}
+	wants := map[peer.ID][]int{}
+	for i := range n.total {
+		if n.parts[i] != nil {
+			continue
+		}
+		if _, open := n.claims[i]; open {
+			continue
+		}
+		var best peer.ID
+		var bestInfo *peerInfo
+		var bestRank uint64
+		for p, pi := range n.peers {
+			if !pi.has[i] || now.Before(pi.struckTill) || fresh[p] >= n.p.ClaimsPerPeer {
+				continue
+			}
+			r := rank(i, p)
+			if bestInfo == nil || pi.open < bestInfo.open || (pi.open == bestInfo.open && r > bestRank) {
+				best, bestInfo, bestRank = p, pi, r
+			}
+		}
+		if bestInfo == nil {
+			continue
+		}
+		fresh[best]++
+		bestInfo.open++
+		n.claims[i] = claim{peer: best, at: now, deadline: now.Add(n.timeout)}
+		n.Stats.Claims++
+		wants[best] = append(wants[best], i)
+	}
+	return wants
+}
+
+// answered closes claim c with a response-time sample.
+func (n *Node) answered(c claim, now time.Time) {
+	for i, x := range n.claims {
+		if x == c {
+			delete(n.claims, i)
+			break
+		}
+	}
+	n.peer(c.peer).open--
+	n.Stats.Answered++
+	sample := now.Sub(c.at)
+	if n.srtt == 0 {
+		n.srtt = sample
+	} else {
+		n.srtt += (sample - n.srtt) / 8
+	}
+	n.timeout = max(2*n.srtt, 50*time.Millisecond)
+}
+
+// arm keeps the pass timer running while the node is incomplete.
+func (n *Node) arm() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.done || n.ps == nil {
+		if n.timer != nil {
+			n.timer.Stop()
+		}
+		return
+	}
+	if n.timer == nil {
+		n.timer = time.AfterFunc(n.p.Retry, n.tick)
+		return
+	}
+	n.timer.Reset(n.p.Retry)
+}
+
+// tick runs a pass on the loop.
+func (n *Node) tick() {
+	_ = n.onLoop(func(mesh map[peer.ID]PeerState, now time.Time) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+		return n.spread(mesh, now, nil, nil)
+	})
+}
+
+// actions turns the parts and metadata per peer into the extension's
+// publish actions.
+func (n *Node) actions(parts map[peer.ID][]int, meta map[peer.ID][]byte) iter.Seq2[peer.ID, partialmessages.PublishAction] {
+	peers := make([]peer.ID, 0, len(parts)+len(meta))
+	for p := range parts {
+		peers = append(peers, p)
+	}
+	for p := range meta {
+		if _, ok := parts[p]; !ok {
+			peers = append(peers, p)
+		}
+	}
+	slices.Sort(peers)
+	return func(yield func(peer.ID, partialmessages.PublishAction) bool) {
+		if !n.p.OnePartPerFrame {
+			for _, p := range peers {
+				a := partialmessages.PublishAction{EncodedPartsMetadata: meta[p]}
+				if len(parts[p]) > 0 {
+					a.EncodedPartialMessage = n.encodeFrames(parts[p])
+				}
+				if !yield(p, a) {
+					return
+				}
+			}
+			return
+		}
+		// One part per frame, the peers round robin; the metadata rides
+		// with each peer's first frame.
+		for round := 0; ; round++ {
+			sent := false
+			for _, p := range peers {
+				a := partialmessages.PublishAction{}
+				if round == 0 {
+					a.EncodedPartsMetadata = meta[p]
+				}
+				if round < len(parts[p]) {
+					a.EncodedPartialMessage = n.encodeFrames(parts[p][round : round+1])
+				}
+				if a.EncodedPartsMetadata == nil && a.EncodedPartialMessage == nil {
+					continue
+				}
+				sent = true
+				if !yield(p, a) {
+					return
+				}
+			}
+			if !sent {
+				return
+			}
+		}
+	}
+}
+
+// metadata encodes the held bitmap and the wanted parts.
+func (n *Node) metadata(want []int) []byte {
+	w := (n.total + 7) / 8
+	b := make([]byte, 2*w)
+	for i, x := range n.parts {
+		if x != nil {
+			b[i/8] |= 1 << (i % 8)
+		}
+	}
+	for _, i := range want {
+		b[w+i/8] |= 1 << (i % 8)
+	}
+	return b
+}
+
+func decodeMetadata(b []byte, total int) (has, want []bool, err error) {
+	w := (total + 7) / 8
+	if len(b) != 2*w {
+		return nil, nil, fmt.Errorf("parts metadata of %d bytes, want %d", len(b), 2*w)
+	}
+	has, want = make([]bool, total), make([]bool, total)
+	for i := range total {
+		has[i] = b[i/8]&(1<<(i%8)) != 0
+		want[i] = b[w+i/8]&(1<<(i%8)) != 0
+	}
+	return has, want, nil
+}
+
+type frame struct {
+	index int
+	data  []byte
+}
+
+func (n *Node) encodeFrames(idx []int) []byte {
+	var b []byte
+	for _, i := range idx {
+		b = binary.AppendUvarint(b, uint64(i))
+		b = binary.AppendUvarint(b, uint64(len(n.parts[i])))
+		b = append(b, n.parts[i]...)
+	}
+	return b
+}
+
+func decodeFrames(b []byte, total int) ([]frame, error) {
+	var out []frame
+	for len(b) > 0 {
+		i, k := binary.Uvarint(b)
+		if k <= 0 || i >= uint64(total) {
+			return nil, errors.New("bad frame index")
+		}
+		b = b[k:]
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, errors.New("bad frame length")
+		}
+		b = b[k:]
+		out = append(out, frame{index: int(i), data: slices.Clone(b[:l])})
+		b = b[l:]
+	}
+	return out, nil
+}
+
+// rank is the rendezvous score of (part, peer): higher ranks first.
+func rank(part int, p peer.ID) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(part))
+	h.Write(b[:])
+	h.Write([]byte(p))
+	return h.Sum64()
+}
+
+// rankPeers orders peers by rendezvous score for part, highest first.
+func rankPeers(part int, peers []peer.ID) {
+	slices.SortFunc(peers, func(a, b peer.ID) int {
+		ra, rb := rank(part, a), rank(part, b)
+		switch {
+		case ra > rb:
+			return -1
+		case ra < rb:
+			return 1
+		}
+		return 0
+	})
+}
