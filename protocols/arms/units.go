@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/klauspost/compress/snappy"
+
 	"github.com/uplinksim/uplink/protocols/phase"
 )
 
@@ -141,4 +143,86 @@ func (a Arm) Policy(payloadLen int) (p phase.Policy, ok bool) {
 		p.Final = phase.DefaultFinal()
 	}
 	return p, true
+}
+
+// Parts is what a variant B publisher sends: the payload split at the
+// arm's unit (B tuned) or coded into K data and K parity shards (coded B),
+// each part snappy-compressed on its own ("parts snappy-compressed",
+// Appendix A; for coded B the report does not say, and the parts are
+// compressed the same way). A receiver is complete with Need parts.
+type Parts struct {
+	Parts [][]byte // compressed, by index
+	Need  int
+	Desc  *Descriptor // coded B: the code's descriptor
+	Form  WireForm
+}
+
+// Parts builds variant B's parts of payload.
+func (a Arm) Parts(payload []byte) (Parts, error) {
+	if a.Variant != VariantB {
+		return Parts{}, fmt.Errorf("arm %s: parts are variant B's; use Units", a.Name)
+	}
+	form, err := a.WireForm(payload)
+	if err != nil {
+		return Parts{}, err
+	}
+	out := Parts{Form: form}
+	var raw [][]byte
+	if a.Coded {
+		d, shards, err := Encode(payload, a.Unit)
+		if err != nil {
+			return Parts{}, fmt.Errorf("arm %s: %w", a.Name, err)
+		}
+		out.Desc, out.Need = &d, d.Count
+		for _, s := range shards {
+			raw = append(raw, s.Data)
+		}
+	} else {
+		segs, err := Split(payload, a.Unit)
+		if err != nil {
+			return Parts{}, fmt.Errorf("arm %s: %w", a.Name, err)
+		}
+		for _, s := range segs {
+			raw = append(raw, s.Data)
+		}
+		out.Need = len(raw)
+	}
+	for _, r := range raw {
+		out.Parts = append(out.Parts, snappy.Encode(nil, r))
+	}
+	return out, nil
+}
+
+// Rebuild reverses Parts from the parts a receiver holds (nil where
+// missing): decompress, then reassemble or decode.
+func (p Parts) Rebuild(held [][]byte) ([]byte, error) {
+	var raw [][]byte
+	for i, h := range held {
+		if h == nil {
+			raw = append(raw, nil)
+			continue
+		}
+		d, err := snappy.Decode(nil, h)
+		if err != nil {
+			return nil, fmt.Errorf("part %d: %w", i, err)
+		}
+		raw = append(raw, d)
+	}
+	if p.Desc != nil {
+		var shards []Shard
+		for i, r := range raw {
+			if r != nil {
+				shards = append(shards, Shard{Index: i, Data: r})
+			}
+		}
+		return Decode(*p.Desc, shards)
+	}
+	var out []byte
+	for i, r := range raw {
+		if r == nil {
+			return nil, fmt.Errorf("part %d missing", i)
+		}
+		out = append(out, r...)
+	}
+	return out, nil
 }

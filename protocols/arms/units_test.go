@@ -117,3 +117,50 @@ func TestArmPolicies(t *testing.T) {
 		}
 	}
 }
+
+// Variant B's parts: compressed one by one (about 1.4 : 1 on the
+// mainnet-like payload), rebuilt from all parts (B tuned) or from the K
+// parity parts alone (coded B).
+func TestPartsVariantB(t *testing.T) {
+	payload := MainnetLikePayload(5, 1<<20)
+	tuned, _ := LookupArm("bfixed")
+	p, err := tuned.Parts(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Parts) != 32 || p.Need != 32 || p.Desc != nil {
+		t.Fatalf("B tuned: %d parts, need %d", len(p.Parts), p.Need)
+	}
+	size := 0
+	for _, x := range p.Parts {
+		size += len(x)
+	}
+	if r := float64(len(payload)) / float64(size); r < 1.3 || r > 1.5 {
+		t.Fatalf("parts compress %.2f : 1, want about 1.40", r)
+	}
+	got, err := p.Rebuild(p.Parts)
+	if err != nil || string(got) != string(payload) {
+		t.Fatalf("rebuild: %v", err)
+	}
+	held := append([][]byte(nil), p.Parts...)
+	held[3] = nil
+	if _, err := p.Rebuild(held); err == nil {
+		t.Fatal("B tuned rebuilt with a part missing")
+	}
+	coded, _ := LookupArm("bcodedfc1")
+	c, err := coded.Parts(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Parts) != 64 || c.Need != 32 || c.Desc == nil {
+		t.Fatalf("coded B: %d parts, need %d", len(c.Parts), c.Need)
+	}
+	parity := make([][]byte, 64)
+	copy(parity[32:], c.Parts[32:])
+	if got, err := c.Rebuild(parity); err != nil || string(got) != string(payload) {
+		t.Fatalf("coded B from the parity parts: %v", err)
+	}
+	if _, err := tuned.Units(payload, 1); err == nil {
+		t.Fatal("variant B has no units")
+	}
+}
