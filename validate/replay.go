@@ -34,7 +34,7 @@ import (
 //   - condition cold: no warm-up; warm: 320 KiB each way over a dummy
 //     stream on every connection (section 9), publish right after it
 //     ends. The send-buffer conditions (section 5) have no knob yet.
-//   - the arm by its published name; variant B is not implemented yet.
+//   - the arm by its published name.
 //
 // A replay may shrink the cell (fewer nodes, other seeds) for a quick
 // look; its output then says the comparison is indicative only.
@@ -154,12 +154,8 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 		case r.Condition != "cold" && r.Condition != "warm":
 			reason = "condition " + r.Condition + " has no knob yet"
 		default:
-			arm, err = arms.LookupArm(r.ArmPublished)
-			switch {
-			case err != nil:
+			if arm, err = arms.LookupArm(r.ArmPublished); err != nil {
 				reason = "arm " + r.ArmPublished + " is not in the catalogue"
-			case arm.Variant == arms.VariantB:
-				reason = "variant B is not implemented yet"
 			}
 		}
 		if reason == "" && len(want) > 0 && !slices.ContainsFunc(want, func(a arms.Arm) bool { return a.Name == arm.Name }) {

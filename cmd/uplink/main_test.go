@@ -157,7 +157,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--uplink-qdisc", "pie@30%"}, "no discipline"},
 		{[]string{"run", "--memlimit", "12"}, "--memlimit"},
 		{[]string{"run", "--arm", "dtuned"}, "unknown arm"},
-		{[]string{"run", "--arm", "bfixed"}, "variant B"},
 		{[]string{"run", "--warmup", "hot"}, "--warmup"},
 		{[]string{"run", "--warmup", "streams:0"}, "positive size"},
 		{[]string{"run", "--drain-gap", "1s"}, "needs --warmup"},

@@ -88,7 +88,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			if p, ok := a.Policy(1 << 20); ok {
 				pol = p.String() + " (at 1 MiB)"
 			} else if a.Variant == arms.VariantB {
-				pol = "variant B: not implemented yet"
+				pol = "partial messages: replication 2, 4 claims per peer, strike cap 1"
+				if a.Coded {
+					pol += ", one part per frame"
+				}
 			}
 			fmt.Fprintf(stdout, "%-14s %-12s %-50q %s\n", a.Name, a.Published, a.Report, pol)
 		}
@@ -135,9 +138,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		a, err := arms.LookupArm(strings.TrimSpace(name))
 		if err != nil {
 			return usageError{fmt.Errorf("--arm: %w", err)}
-		}
-		if a.Variant == arms.VariantB {
-			return usageError{fmt.Errorf("--arm %s: variant B (the partial-messages extension) is not implemented yet", a.Name)}
 		}
 		armList = append(armList, a)
 	}

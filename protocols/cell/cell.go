@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/partial"
 	"github.com/uplinksim/uplink/protocols/phase"
 	"github.com/uplinksim/uplink/queues"
 	"github.com/uplinksim/uplink/transports/tcp"
@@ -86,6 +88,8 @@ type Config struct {
 	// (every node runs the phase router, with no policy for stock arms), or
 	// routerMixed (odd nodes run the stock router, even ones the arm's).
 	routers int
+	// bMute lists variant B nodes that never answer a claim (tests).
+	bMute []int
 }
 
 const (
@@ -145,8 +149,6 @@ func (c *Config) validate() error {
 	}
 	_, phased := arm.Policy(c.Payload)
 	switch {
-	case arm.Variant == arms.VariantB:
-		return fmt.Errorf("arm %s: variant B (the partial-messages extension) is not implemented yet; the other arms of the catalogue run", arm.Name)
 	case phased && c.Gossip.FloodPublish:
 		return fmt.Errorf("arm %s uses uplink's phase router, which has no flood publish; drop --gossip flood-publish=true", arm.Name)
 	case c.Transport != "quic" && c.Transport != "tcp":
@@ -210,7 +212,21 @@ func Run(cfg Config) (*Record, error) {
 	} else {
 		payload = arms.MainnetLikePayload(cfg.Seed, cfg.Payload)
 	}
-	units, err := arm.Units(payload, cfg.Seed)
+	// Variant B sends parts on the partial-messages extension; the other
+	// arms publish units as gossip messages.
+	var units arms.Units
+	var bparts arms.Parts
+	isB := arm.Variant == arms.VariantB
+	form := &units.Form
+	if isB {
+		bparts, err = arm.Parts(payload)
+		form = &bparts.Form
+		if err == nil && len(cfg.Withhold) > 0 {
+			err = fmt.Errorf("arm %s: withholding parts of variant B is not supported", arm.Name)
+		}
+	} else {
+		units, err = arm.Units(payload, cfg.Seed)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
@@ -229,8 +245,14 @@ func Run(cfg Config) (*Record, error) {
 	}
 	var policies map[string]phase.Policy
 	policyName := "stock"
-	if arm.Forward.Batch {
+	switch {
+	case arm.Forward.Batch:
 		policyName = "stock batch"
+	case isB:
+		policyName = "partial messages"
+		if arm.Coded {
+			policyName += ", one part per frame"
+		}
 	}
 	if phased {
 		policies = map[string]phase.Policy{}
@@ -249,7 +271,7 @@ func Run(cfg Config) (*Record, error) {
 	rec := &Record{
 		Key: key,
 		Arm: arm.Published, ArmName: arm.Name, Policy: policyName, Topics: len(topicNames),
-		Wire: WireRecord{Messages: units.Form.MessageCount, Unit: units.Form.Unit, IDWidth: units.Form.IDWidth},
+		Wire: WireRecord{Messages: form.MessageCount, Unit: form.Unit, IDWidth: form.IDWidth},
 		Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,
 		PayloadBytes: cfg.Payload, Pay: sizeName(cfg.Payload),
 		Profile: cfg.Profile.Name, Knobs: cfg.Profile.Knobs(), Gossip: cfg.Gossip.Knobs(),
@@ -379,11 +401,20 @@ func Run(cfg Config) (*Record, error) {
 	subs := make([][]*pubsub.Subscription, n)
 	topics := make([][]*pubsub.Topic, n)
 	routers := make([]*phase.Router, n)
+	bnodes := make([]*partial.Node, n)
+	bparams := partial.Tuned()
+	bparams.OnePartPerFrame = arm.Coded
+	group := sha256.Sum256(payload)
 	var publisher *pubsub.PubSub
 	closeGossip := func() {
 		for _, rt := range routers {
 			if rt != nil {
 				rt.Close()
+			}
+		}
+		for _, bn := range bnodes {
+			if bn != nil {
+				bn.Close()
 			}
 		}
 		for i := range subs {
@@ -409,16 +440,33 @@ func Run(cfg Config) (*Record, error) {
 		} else if cfg.routers != routerByArm && pol == nil {
 			pol = map[string]phase.Policy{}
 		}
-		ps, rt, err := newGossipSub(ctx, h, cfg.Gossip, maxMsg, tracers[i], pol)
+		var extra []pubsub.Option
+		var joinOpts []pubsub.TopicOpt
+		if isB {
+			t := tracers[i]
+			bp := bparams
+			bp.Mute = slices.Contains(cfg.bMute, i)
+			bn, err := partial.New(bp, Topic, group[:], len(bparts.Parts), bparts.Need, t.completeAt)
+			if err != nil {
+				return nil, fmt.Errorf("cell: node %d: %w", i, err)
+			}
+			bnodes[i] = bn
+			extra = append(extra, pubsub.WithPartialMessagesExtension(bn.Extension()))
+			joinOpts = append(joinOpts, pubsub.RequestPartialMessages())
+		}
+		ps, rt, err := newGossipSub(ctx, h, cfg.Gossip, maxMsg, tracers[i], pol, extra...)
 		if err != nil {
 			return nil, fmt.Errorf("cell: node %d: %w", i, err)
 		}
 		routers[i] = rt
+		if bn := bnodes[i]; bn != nil {
+			bn.Attach(ps)
+		}
 		if i == 0 {
 			publisher = ps
 		}
 		for _, name := range topicNames {
-			t, err := ps.Join(name)
+			t, err := ps.Join(name, joinOpts...)
 			if err != nil {
 				return nil, fmt.Errorf("cell: node %d: join %s: %w", i, name, err)
 			}
@@ -483,9 +531,13 @@ func Run(cfg Config) (*Record, error) {
 	wPub := des.WallNow()
 	rec.Phases.Warmup = (wPub - w3).Seconds()
 	ids := units.IDs()
+	need := units.Need
+	if isB {
+		need = bparts.Need
+	}
 	meshAtPublish := make([]int, n)
 	for i, t := range tracers {
-		t.setTargets(ids, units.Need, cfg.Verify)
+		t.setTargets(ids, need, cfg.Verify)
 		meshAtPublish[i] = t.meshSize()
 		if rt := routers[i]; rt != nil {
 			if err := rt.Expect(ids, units.Need); err != nil {
@@ -501,7 +553,12 @@ func Run(cfg Config) (*Record, error) {
 	live.Unlock()
 	publishAt := time.Now()
 	rec.PublishAtS = live.Now().Seconds()
-	if err := publish(ctx, publisher, topics[0], units, unitTopic, withheld, arm.Forward.Batch); err != nil {
+	if isB {
+		err = bnodes[0].Publish(bparts.Parts)
+	} else {
+		err = publish(ctx, publisher, topics[0], units, unitTopic, withheld, arm.Forward.Batch)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cell: publish: %w", err)
 	}
 	time.Sleep(cfg.Window.Duration())
@@ -511,6 +568,22 @@ func Run(cfg Config) (*Record, error) {
 	rec.Phases.Delivery = (w4 - wPub).Seconds()
 
 	// Collect.
+	for i, bn := range bnodes {
+		if bn == nil {
+			continue
+		}
+		st, err := bn.Counters()
+		if err != nil {
+			return nil, fmt.Errorf("cell: node %d: %w", i, err)
+		}
+		t := tracers[i]
+		t.mu.Lock()
+		t.dups = st.Duplicates
+		t.mu.Unlock()
+		rec.BClaims += st.Claims
+		rec.BTimeouts += st.TimedOut
+		rec.BStrikes += st.Strikes
+	}
 	live.Lock()
 	counters := make([]netmodel.Counters, n)
 	var upStats, downStats, hostStats []*queues.Stats
@@ -581,7 +654,14 @@ func Run(cfg Config) (*Record, error) {
 	}
 	if cfg.Verify {
 		for i := 1; i < n; i++ {
-			if ok, err := verifyNode(arm, units, payload, tracers[i]); err != nil {
+			var ok bool
+			var err error
+			if isB {
+				ok, err = verifyParts(bparts, payload, bnodes[i], tracers[i])
+			} else {
+				ok, err = verifyNode(arm, units, payload, tracers[i])
+			}
+			if err != nil {
 				return nil, fmt.Errorf("cell: node %d: %w", i, err)
 			} else if ok {
 				rec.Verified++
@@ -658,6 +738,25 @@ func publish(ctx context.Context, ps *pubsub.PubSub, topics []*pubsub.Topic, uni
 		}
 	}
 	return nil
+}
+
+// verifyParts rebuilds the payload from the parts a variant B node holds.
+func verifyParts(p arms.Parts, payload []byte, bn *partial.Node, t *tracer) (bool, error) {
+	t.mu.Lock()
+	done := t.delivered
+	t.mu.Unlock()
+	if !done {
+		return false, nil
+	}
+	held, err := bn.Held()
+	if err != nil {
+		return false, err
+	}
+	got, err := p.Rebuild(held)
+	if err != nil {
+		return false, fmt.Errorf("rebuild: %w", err)
+	}
+	return bytes.Equal(got, payload), nil
 }
 
 // verifyNode rebuilds the payload from the units t was delivered.

@@ -146,7 +146,7 @@ func (g Gossip) params() pubsub.GossipSubParams {
 // newGossipSub starts gossipsub on h with the cell's settings: the stock
 // router when policies is nil, else uplink's phase router (which behaves
 // as the stock router on topics without a policy).
-func newGossipSub(ctx context.Context, h host.Host, g Gossip, maxMsg int, tr *tracer, policies map[string]phase.Policy) (*pubsub.PubSub, *phase.Router, error) {
+func newGossipSub(ctx context.Context, h host.Host, g Gossip, maxMsg int, tr *tracer, policies map[string]phase.Policy, extra ...pubsub.Option) (*pubsub.PubSub, *phase.Router, error) {
 	idFn := func(m *pb.Message) string { return MessageID(m.GetData()) }
 	opts := []pubsub.Option{
 		pubsub.WithPeerOutboundQueueSize(g.QueueSize),
@@ -157,6 +157,7 @@ func newGossipSub(ctx context.Context, h host.Host, g Gossip, maxMsg int, tr *tr
 		pubsub.WithMessageIdFn(idFn),
 		pubsub.WithRawTracer(tr),
 	}
+	opts = append(opts, extra...)
 	if policies == nil {
 		opts = append(opts, pubsub.WithGossipSubParams(g.params()), pubsub.WithFloodPublish(g.FloodPublish))
 		ps, err := pubsub.NewGossipSub(ctx, h, opts...)

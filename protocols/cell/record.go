@@ -136,6 +136,11 @@ type Record struct {
 	Wire     WireRecord `json:"wire_form"`
 	Verified int        `json:"verified,omitempty"` // receivers whose rebuilt payload matched (--verify)
 
+	// Variant B's claim ledger, summed over the nodes.
+	BClaims   int `json:"b_claims,omitempty"`
+	BTimeouts int `json:"b_timeouts,omitempty"`
+	BStrikes  int `json:"b_strikes,omitempty"`
+
 	// The warm-up and background-load modes, when on.
 	Warmup          string  `json:"warmup,omitempty"`
 	WarmupGapS      float64 `json:"warmup_gap_s,omitempty"`

@@ -45,6 +45,9 @@ func (c *rpcCounts) add(rpc *pubsub.RPC) {
 		data += int64(proto.Size(m))
 		c.msgs++
 	}
+	if p := rpc.GetPartial(); p != nil {
+		data += int64(len(p.GetPartialMessage())) // variant B's parts
+	}
 	c.data += data
 	c.ctrl += int64(proto.Size(&rpc.RPC)) - data
 	ctl := rpc.GetControl()
@@ -140,6 +143,16 @@ func (t *tracer) DeliverMessage(msg *pubsub.Message) {
 		t.delivered = true
 		t.deliveredAt = time.Now()
 	}
+}
+
+// completeAt records completion at now when a protocol other than message
+// delivery decides it (variant B's parts).
+func (t *tracer) completeAt(now time.Time) {
+	t.mu.Lock()
+	if !t.delivered && t.need > 0 {
+		t.delivered, t.deliveredAt = true, now
+	}
+	t.mu.Unlock()
 }
 
 func (t *tracer) DuplicateMessage(msg *pubsub.Message) {
