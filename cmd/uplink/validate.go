@@ -32,6 +32,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
 	fresh := fs.Bool("fresh", false, "ignore the records already in --cache (they stay in the file)")
 	dryRun := fs.Bool("dry-run", false, "print what would run and exit")
+	reportDir := fs.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
 	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
 	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value (as uplink run)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery")
@@ -59,7 +60,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if *jobs < 1 || *procs < 1 || *setupProcs < 1 {
 		return usageError{errors.New("validate: --jobs, --gomaxprocs and --setup-procs must be at least 1")}
 	}
-	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: version}}
+	// Per-node rows feed the report's CDFs.
+	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: version, PerNode: true}}
 	if *seedsS != "" {
 		s, err := parseSeeds(*seedsS)
 		if err != nil {
@@ -142,6 +144,12 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		runErr = err
 	}
 	printComparison(stdout, plan, records)
+	if *reportDir != "" {
+		if err := validate.WriteReport(*reportDir, plan, records); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "report written to %s\n", *reportDir)
+	}
 	if runErr != nil {
 		return fmt.Errorf("validate: %w", runErr)
 	}

@@ -18,6 +18,7 @@ import (
 func TestValidateReplay(t *testing.T) {
 	bin := buildUplink(t)
 	cache := filepath.Join(t.TempDir(), "cache.jsonl")
+	reportDir := filepath.Join(t.TempDir(), "report")
 	args := []string{"validate", "--table", "appendix_d_home", "--nodes", "20", "--seeds", "7",
 		"--arm", "wholend,atuned", "--backend", "harness", "--cache", cache, "--jobs", "2"}
 	var stdout, stderr bytes.Buffer
@@ -51,5 +52,15 @@ func TestValidateReplay(t *testing.T) {
 	}
 	if got := row.FindAllString(stdout.String(), -1); len(got) != 4 {
 		t.Fatalf("rerun: %d comparison rows, want 4:\n%s", len(got), stdout.String())
+	}
+	// A third run writes the report from the cache.
+	cmd = exec.Command(bin, append(args, "--report", reportDir)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("uplink validate --report: %v\n%s", err, out)
+	}
+	for _, f := range []string{"report.md", "bars.png", "cdf-harness-quic-fq_codel.png"} {
+		if st, err := os.Stat(filepath.Join(reportDir, f)); err != nil || st.Size() < 100 {
+			t.Errorf("report file %s: %v", f, err)
+		}
 	}
 }

@@ -1,0 +1,58 @@
+package validate
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// WriteReport from synthetic records: the Markdown table holds every
+// replayed row with its verdict, and the figures are PNG images.
+func TestWriteReport(t *testing.T) {
+	p, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7, 8}, Arms: []string{"wholend", "atuned", "c32"}, Backends: []string{"shadow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]*cell.Record{}
+	f := func(v float64) *float64 { return &v }
+	for _, c := range p.Cells {
+		for i, cfg := range c.Configs {
+			base := map[string]float64{"wholend": 3.2, "atuned": 0.8, "c32": 0.7}[c.Arm.Published] + 0.1*float64(i)
+			r := &cell.Record{Key: cfg.Key(), P50S: f(base), P99S: f(base * 1.3)}
+			for n := range 10 {
+				r.Nodes = append(r.Nodes, cell.NodeRow{Index: n, TimeS: f(base * (0.5 + 0.1*float64(n)))})
+			}
+			records[cfg.Key()] = r
+		}
+	}
+	dir := t.TempDir()
+	if err := WriteReport(dir, p, records); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 arms × 2 transports × 2 statistics.
+	if n := strings.Count(string(md), "| shadow "); n != 12 {
+		t.Fatalf("report.md has %d rows, want 12:\n%s", n, md)
+	}
+	if !strings.Contains(string(md), "| wholend | shadow quic fifo | p50 | 3.22 s | 3.25 |") {
+		t.Fatalf("report.md lacks the whole message's p50 row:\n%s", md)
+	}
+	for _, name := range []string{"bars.png", "cdf-shadow-quic-fifo.png", "cdf-shadow-tcp-fifo.png"} {
+		fh, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(fh)
+		fh.Close()
+		if err != nil || img.Bounds().Dx() < 300 {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
