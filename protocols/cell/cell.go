@@ -79,6 +79,10 @@ type Config struct {
 	// (zero: off).
 	Warmup     Warmup
 	Background Background
+	// BTimeout and BFixed change variant B's request timeout: its first
+	// value (0: 400 ms) and whether it stays fixed (study knobs).
+	BTimeout des.Time
+	BFixed   bool
 	// PhaseHook, when set, is called as each phase starts: hosts, dial,
 	// mesh, warmup (when on), delivery, teardown. A profiler can switch
 	// files there; it runs on the cell's goroutine inside the bubble and
@@ -277,6 +281,7 @@ func Run(cfg Config) (*Record, error) {
 		Profile: cfg.Profile.Name, Knobs: cfg.Profile.Knobs(), Gossip: cfg.Gossip.Knobs(),
 		Warmup: cfg.Warmup.String(), WarmupGapS: cfg.Warmup.Gap.Seconds(),
 		Background: cfg.Background.String(), BackgroundLeadS: cfg.Background.Lead.Seconds(),
+		BTimeoutS: cfg.BTimeout.Seconds(), BFixed: cfg.BFixed,
 		Transport: cfg.Transport, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
 	}
 	draw := cfg.Topology
@@ -404,6 +409,10 @@ func Run(cfg Config) (*Record, error) {
 	bnodes := make([]*partial.Node, n)
 	bparams := partial.Tuned()
 	bparams.OnePartPerFrame = arm.Coded
+	if cfg.BTimeout > 0 {
+		bparams.Timeout0 = cfg.BTimeout.Duration()
+	}
+	bparams.Fixed = cfg.BFixed
 	group := sha256.Sum256(payload)
 	var publisher *pubsub.PubSub
 	closeGossip := func() {

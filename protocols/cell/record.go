@@ -140,6 +140,9 @@ type Record struct {
 	BClaims   int `json:"b_claims,omitempty"`
 	BTimeouts int `json:"b_timeouts,omitempty"`
 	BStrikes  int `json:"b_strikes,omitempty"`
+	// Variant B's timeout knobs when changed from the arm's.
+	BTimeoutS float64 `json:"b_timeout_s,omitempty"`
+	BFixed    bool    `json:"b_fixed,omitempty"`
 
 	// The warm-up and background-load modes, when on.
 	Warmup          string  `json:"warmup,omitempty"`

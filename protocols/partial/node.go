@@ -58,6 +58,9 @@ type Params struct {
 	StrikeCap       int           // strikes before a peer is passed over: 1
 	StrikeMemory    time.Duration // how long: 30 s
 	OnePartPerFrame bool          // coded B
+	// Fixed keeps the request timeout at Timeout0 instead of adapting it
+	// to the observed responses (a study knob; the arms adapt).
+	Fixed bool
 	// Mute makes the node ignore every claim: a peer that never answers
 	// (tests of the strike rule).
 	Mute bool
@@ -437,7 +440,9 @@ func (n *Node) answered(c claim, now time.Time) {
 	} else {
 		n.srtt += (sample - n.srtt) / 8
 	}
-	n.timeout = max(2*n.srtt, 50*time.Millisecond)
+	if !n.p.Fixed {
+		n.timeout = max(2*n.srtt, 50*time.Millisecond)
+	}
 }
 
 // arm keeps the pass timer running while the node is incomplete.
