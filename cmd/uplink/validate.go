@@ -25,6 +25,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	table := fs.String("table", "", "the reference table to replay (--list-tables)")
 	listTables := fs.Bool("list-tables", false, "list the reference tables and exit")
+	study := fs.String("study", "", "run a study of an open question instead of a table (--list-studies)")
+	listStudies := fs.Bool("list-studies", false, "list the studies with their questions and exit")
 	seedsS := fs.String("seeds", "", "replace the table's seeds: 7, 7-16 or 7,9,11")
 	nodes := fs.Int("nodes", 0, "replace the table's node count (a shrunk replay is indicative only)")
 	armsS := fs.String("arm", "", "only these arms, comma-separated (any catalogue name)")
@@ -51,11 +53,17 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
+	if *listStudies {
+		for _, s := range validate.Studies() {
+			fmt.Fprintf(stdout, "%-14s %s\n", s.Name, s.Question)
+		}
+		return nil
+	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("validate: unexpected argument %q", fs.Arg(0))}
 	}
-	if *table == "" {
-		return usageError{fmt.Errorf("validate: --table is required; one of: %s", strings.Join(validate.Tables(), ", "))}
+	if (*table == "") == (*study == "") {
+		return usageError{fmt.Errorf("validate: give --table (one of: %s) or --study (one of: %s)", strings.Join(validate.Tables(), ", "), strings.Join(validate.StudyNames(), ", "))}
 	}
 	if *jobs < 1 || *procs < 1 || *setupProcs < 1 {
 		return usageError{errors.New("validate: --jobs, --gomaxprocs and --setup-procs must be at least 1")}
@@ -86,6 +94,19 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if err := o.Base.Gossip.Set(k, v); err != nil {
 			return usageError{fmt.Errorf("--gossip: %w", err)}
 		}
+	}
+	env, err := cellEnv(*procs, *gogc, *memLimit)
+	if err != nil {
+		return err
+	}
+	runner := func(cfgs []cell.Config, records map[string]*cell.Record) error {
+		return runMissing(cfgs, records, *cache, *jobs, *setupProcs, env, stderr)
+	}
+	if *study != "" {
+		if *cache == "" {
+			*cache = "study-" + *study + ".jsonl"
+		}
+		return runStudy(*study, o, *fresh, *dryRun, *cache, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -126,23 +147,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		printPlan(stdout, plan, records)
 		return nil
 	}
-	var runErr error
-	if len(todo) > 0 {
-		for i := range todo {
-			todo[i].SetupProcs = *setupProcs
-		}
-		env, err := cellEnv(*procs, *gogc, *memLimit)
-		if err != nil {
-			return err
-		}
-		recs, err := runCells(todo, runOpts{jobs: *jobs, out: *cache, env: env}, stderr)
-		for _, r := range recs {
-			if r != nil {
-				records[r.Key] = r
-			}
-		}
-		runErr = err
-	}
+	runErr := runner(todo, records)
 	printComparison(stdout, plan, records)
 	if *reportDir != "" {
 		if err := validate.WriteReport(*reportDir, plan, records); err != nil {
@@ -291,4 +296,89 @@ func fmtValue(v validate.Value, unit string) string {
 		return fmt.Sprintf("%.1f %%", v.V)
 	}
 	return fmt.Sprintf("%.4g %s", v.V, unit)
+}
+
+// runMissing runs cfgs (the cells without records), appending their
+// records to cache and adding them to records.
+func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache string, jobs, setupProcs int, env []string, stderr io.Writer) error {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	for i := range cfgs {
+		cfgs[i].SetupProcs = setupProcs
+	}
+	recs, err := runCells(cfgs, runOpts{jobs: jobs, out: cache, env: env}, stderr)
+	for _, r := range recs {
+		if r != nil {
+			records[r.Key] = r
+		}
+	}
+	return err
+}
+
+// runStudy runs a study's missing cells and prints its table and reading.
+func runStudy(name string, o validate.PlanOptions, fresh, dryRun bool, cache string,
+	run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
+	st, err := validate.LookupStudy(name)
+	if err != nil {
+		return usageError{err}
+	}
+	cells, err := st.Cells(o.N, o.Seeds, o.Base)
+	if err != nil {
+		return usageError{err}
+	}
+	records := map[string]*cell.Record{}
+	if !fresh {
+		if records, err = readRecords(cache); err != nil {
+			return err
+		}
+	}
+	var todo []cell.Config
+	seen := map[string]bool{}
+	for _, c := range cells {
+		for _, cfg := range c.Configs {
+			if k := cfg.Key(); !seen[k] {
+				seen[k] = true
+				if records[k] == nil {
+					todo = append(todo, cfg)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "study %s: %s\n%d variants × %d arms, %d runs (%d from %s, %d to run)\n",
+		st.Name, st.Question, len(st.Variants), len(st.Arms), len(seen), len(seen)-len(todo), cache, len(todo))
+	if dryRun {
+		for i, v := range st.Variants {
+			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v)\n", i, v.Label, v.Profile, cmpOr(v.Transport, "quic"), v.Knobs)
+		}
+		return nil
+	}
+	runErr := run(todo, records)
+	rows := st.Table(cells, records)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tvs baseline (p50, per seed)\tdups\trx/node\tqueue drops\t")
+	for _, r := range rows {
+		vs := "baseline"
+		if r.VsBase != nil {
+			vs = fmt.Sprintf("%s [%s, %s]", validate.FormatDiff(r.VsBase.Median), validate.FormatDiff(r.VsBase.Lo), validate.FormatDiff(r.VsBase.Hi))
+		} else if r.Variant != st.Variants[0].Label {
+			vs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%.0f\t%s\t%.0f\t\n", r.Variant, r.Arm, r.Seeds,
+			fmtValue(r.P50, "s"), fmtValue(r.P50Range.Lo, "s"), fmtValue(r.P50Range.Hi, "s"), fmtValue(r.P99, "s"), vs,
+			r.Dups, validate.FormatBytes(r.RxNode), r.QueueDrops)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "\nreading: %s\n", st.Reading(rows))
+	if runErr != nil {
+		return fmt.Errorf("validate --study: %w", runErr)
+	}
+	return nil
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

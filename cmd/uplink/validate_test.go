@@ -64,3 +64,24 @@ func TestValidateReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateStudy: a study shrunk to 12 nodes and one seed runs its five
+// variants and prints one row per variant with the baseline comparison
+// and the reading.
+func TestValidateStudy(t *testing.T) {
+	bin := buildUplink(t)
+	cache := filepath.Join(t.TempDir(), "study.jsonl")
+	cmd := exec.Command(bin, "validate", "--study", "phase-queue", "--nodes", "12", "--seeds", "7", "--cache", cache, "--jobs", "2")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("uplink validate --study: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	if n := len(regexp.MustCompile(`(?m)^.*\slad_phase\s+1\s`).FindAllString(out, -1)); n != 5 {
+		t.Fatalf("%d rows, want 5:\n%s", n, out)
+	}
+	if !strings.Contains(out, "baseline") || !strings.Contains(out, "reading: Against the baseline") || !strings.Contains(out, "on its one seed") {
+		t.Fatalf("no baseline or reading:\n%s", out)
+	}
+}

@@ -1,0 +1,356 @@
+package validate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// A study is a named experiment for one of the report's open questions
+// (section 11, and section 4's untested PIE): a set of arms run under
+// variants that each change one modelling choice from the first (the
+// baseline), at the study's size and seeds. Its table gives, per variant
+// and arm, the medians across seeds with their ranges, and the median of
+// the per-seed differences from the baseline; its reading states, per arm
+// and variant, whether the change moved the arm beyond its seed-to-seed
+// spread.
+
+// Variant is one setting of a study.
+type Variant struct {
+	Label     string
+	Profile   string            // harness, shadow or kernel
+	Transport string            // quic or tcp; "" for quic
+	Knobs     map[string]string // profile knobs over the profile's
+	Payload   int               // bytes; 0 for the study's
+	Warmup    cell.Warmup
+	BTimeout  des.Time // variant B's first request timeout (0: the arm's)
+	BFixed    bool     // variant B's timeout does not adapt
+}
+
+// Study is one named experiment.
+type Study struct {
+	Name     string
+	Question string // the report's open question, in a sentence
+	Arms     []string
+	N        int
+	Payload  int
+	Seeds    []uint64
+	Variants []Variant
+	Note     string // what the study cannot vary here, and why
+}
+
+func seeds(lo, hi uint64) []uint64 {
+	var out []uint64
+	for s := lo; s <= hi; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+// fairNoAQM is the harness's fair share (pairs hashed into 128 queues,
+// one-MTU quantum) without CoDel: DRR over the same classes, no limit.
+const fairNoAQM = "drr:classify=pair,flows=128,quantum=1500,limit=none"
+
+// Studies lists the studies of report.md section 11 (a to e) and the
+// untested PIE case of section 4 (f).
+func Studies() []Study {
+	fig1 := []string{"wholend", "atuned", "acoded", "bfixed", "bcodedfc1", "c32", "c32rs"}
+	mib := 1 << 20
+	return []Study{
+		{
+			Name:     "c-residual",
+			Question: "Is C's residual advantage under Shadow (7 to 13 % with the queue order equalised) CoDel's drops and quic-go's answer to them, or Shadow's unbounded socket buffers?",
+			Arms:     []string{"c32", "c32rs"}, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Variants: []Variant{
+				{Label: "harness (fq_codel)", Profile: "harness"},
+				{Label: "harness, fair share without AQM", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": fairNoAQM, "downlink-qdisc": fairNoAQM}},
+				{Label: "shadow, fq_codel uplink", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
+				{Label: "shadow, fq_codel uplink, socket buffers capped at 212 992", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet", "sockbuf-max": "212992"}},
+			},
+		},
+		{
+			Name:     "b-tail",
+			Question: "Is B's QUIC tail the send buffer, or B's adaptive request timeout waiting on a slow server?",
+			Arms:     []string{"bfixed", "bcodedfc1"}, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Variants: []Variant{
+				{Label: "shadow QUIC, 2 × 7 MiB buffers", Profile: "shadow"},
+				{Label: "shadow QUIC, buffers capped at 32 KiB (64 KiB stored)", Profile: "shadow", Knobs: map[string]string{"sockbuf-max": "32768"}},
+				{Label: "shadow QUIC, B timeout fixed at 400 ms", Profile: "shadow", BFixed: true},
+				{Label: "shadow QUIC, B timeout from 200 ms", Profile: "shadow", BTimeout: 200 * des.Millisecond},
+				{Label: "shadow TCP", Profile: "shadow", Transport: "tcp"},
+			},
+			Note: "quic-go's initial flow-control windows cannot be varied: go-libp2p's QUIC transport fixes its quic.Config and offers no option for them. The buffer cap applies to send and receive buffers alike (the sockbuf-max knob).",
+		},
+		{
+			Name:     "phase-queue",
+			Question: "Is the phase shift's 13 % in Figure 8 the uplink queue's order, as for C?",
+			Arms:     []string{"lad_phase"}, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Variants: []Variant{
+				{Label: "shadow QUIC, FIFO", Profile: "shadow"},
+				{Label: "shadow QUIC, round-robin", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "shadow-rr"}},
+				{Label: "shadow QUIC, fq_codel", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
+				{Label: "shadow TCP, FIFO", Profile: "shadow", Transport: "tcp"},
+				{Label: "shadow TCP, fq_codel", Profile: "shadow", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
+			},
+		},
+		{
+			Name:     "payload-sweep",
+			Question: "Do the tier order and the whole message's threshold hold across payload sizes at ten seeds?",
+			Arms:     []string{"wholend", "lad_batch16", "aadaptds", "aadaptcf", "aadaptcfd"}, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Variants: []Variant{
+				{Label: "128 KiB", Profile: "harness", Payload: 128 << 10},
+				{Label: "256 KiB", Profile: "harness", Payload: 256 << 10},
+				{Label: "512 KiB", Profile: "harness", Payload: 512 << 10},
+				{Label: "1 MiB", Profile: "harness", Payload: mib},
+				{Label: "2 MiB", Profile: "harness", Payload: 2 * mib},
+			},
+		},
+		{
+			Name:     "warm-gap",
+			Question: "Is the warm condition's slowdown of the coded arms a transport effect or the warm-up's own load still draining?",
+			Arms:     fig1, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Variants: []Variant{
+				{Label: "cold", Profile: "harness"},
+				{Label: "warm, publish at once", Profile: "harness", Warmup: cell.Warmup{Kind: "streams", Stream: 320 << 10}},
+				{Label: "warm, 1 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "streams", Stream: 320 << 10, Gap: des.Second}},
+				{Label: "warm, 5 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "streams", Stream: 320 << 10, Gap: 5 * des.Second}},
+			},
+			Note: "The warm-up ends when every dummy stream has arrived; the gap is counted from there.",
+		},
+		{
+			Name:     "pie",
+			Question: "Where does a delay-controlling single queue (PIE) put Figure 1's arms, between Shadow's FIFO and the harness's fair share or outside, and what does a host fq_codel in front of an access queue change?",
+			Arms:     fig1, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Variants: []Variant{
+				{Label: "harness (fq_codel)", Profile: "harness"},
+				{Label: "PIE uplink, Linux parameters", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pie"}},
+				{Label: "PIE uplink, RFC 8033 parameters", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pie:profile=rfc"}},
+				{Label: "host fq_codel in front of an access PIE", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pie", "host-qdisc": "fq_codel"}},
+				{Label: "host fq_codel in front of an access FIFO", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000", "host-qdisc": "fq_codel"}},
+				{Label: "FIFO uplink", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000"}},
+				{Label: "FIFO uplink, TCP paced", Profile: "harness", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000", "pacing": "on"}},
+				{Label: "FIFO uplink, TCP unpaced", Profile: "harness", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000", "pacing": "off"}},
+			},
+			Note: "The TCP rows answer the report's inference about Shadow's unpaced TCP on a FIFO; they matter most for C.",
+		},
+	}
+}
+
+// StudyNames lists the studies.
+func StudyNames() []string {
+	var out []string
+	for _, s := range Studies() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// LookupStudy finds a study by name.
+func LookupStudy(name string) (Study, error) {
+	for _, s := range Studies() {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Study{}, fmt.Errorf("unknown study %q; valid: %s", name, strings.Join(StudyNames(), ", "))
+}
+
+// StudyCell is one (variant, arm) of a study with its configurations by
+// seed.
+type StudyCell struct {
+	Variant int
+	Arm     arms.Arm
+	Seeds   []uint64
+	Configs []cell.Config
+}
+
+// Cells builds the study's cells. N and seeds replace the study's when
+// set; base gives the gossip knobs and the rest.
+func (s Study) Cells(n int, seeds []uint64, base cell.Config) ([]StudyCell, error) {
+	if n == 0 {
+		n = s.N
+	}
+	if seeds == nil {
+		seeds = s.Seeds
+	}
+	var out []StudyCell
+	for vi, v := range s.Variants {
+		for _, name := range s.Arms {
+			arm, err := arms.LookupArm(name)
+			if err != nil {
+				return nil, fmt.Errorf("study %s: %w", s.Name, err)
+			}
+			sc := StudyCell{Variant: vi, Arm: arm, Seeds: seeds}
+			for _, seed := range seeds {
+				cfg, err := s.config(v, arm, n, seed, base)
+				if err != nil {
+					return nil, fmt.Errorf("study %s, %s: %w", s.Name, v.Label, err)
+				}
+				sc.Configs = append(sc.Configs, cfg)
+			}
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Config) (cell.Config, error) {
+	prof, err := cell.LookupProfile(v.Profile)
+	if err != nil {
+		return cell.Config{}, err
+	}
+	keys := make([]string, 0, len(v.Knobs))
+	for k := range v.Knobs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := prof.Set(k, v.Knobs[k]); err != nil {
+			return cell.Config{}, err
+		}
+	}
+	c := base
+	c.Arm, c.Seed, c.N, c.Profile = arm.Name, seed, n, prof
+	c.Payload = s.Payload
+	if v.Payload != 0 {
+		c.Payload = v.Payload
+	}
+	c.Transport = v.Transport
+	if c.Transport == "" {
+		c.Transport = "quic"
+	}
+	c.Warmup, c.BTimeout, c.BFixed = v.Warmup, v.BTimeout, v.BFixed
+	if c.Degree == 0 {
+		c.Degree = 70
+	}
+	if c.Degree >= n {
+		c.Degree = n - 1
+	}
+	return c, nil
+}
+
+// StudyRow is one (variant, arm) of a study's table.
+type StudyRow struct {
+	Variant, Arm string
+	Seeds        int // seeds with a record
+	P50, P99     Value
+	P50Range     Spread
+	Dups, RxNode float64 // medians across seeds
+	QueueDrops   float64 // median across seeds of queue drops, all nodes
+	// VsBase is the median of the per-seed p50 differences from the
+	// baseline variant in percent, with the seeds' range; unset for the
+	// baseline.
+	VsBase *Paired
+}
+
+// Table computes the study's table from records (by Config.Key).
+func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []StudyRow {
+	base := map[string]map[int]Value{} // arm: seed: p50, for variant 0
+	var out []StudyRow
+	for _, c := range cells {
+		row := StudyRow{Variant: s.Variants[c.Variant].Label, Arm: c.Arm.Published}
+		var p50, p99 []Value
+		var dups, rx, drops []float64
+		bySeed := map[int]Value{}
+		for i, cfg := range c.Configs {
+			r := records[cfg.Key()]
+			if r == nil {
+				continue
+			}
+			v := ptrValue(r.P50S)
+			p50 = append(p50, v)
+			p99 = append(p99, ptrValue(r.P99S))
+			bySeed[int(c.Seeds[i])] = v
+			dups = append(dups, float64(r.Dups))
+			rx = append(rx, r.RxNodeBytes)
+			drops = append(drops, float64(r.Drops["queue"]))
+		}
+		row.Seeds = len(p50)
+		if row.Seeds > 0 {
+			row.P50, _ = Median(p50)
+			row.P99, _ = Median(p99)
+			row.P50Range, _ = SeedSpread(p50)
+			row.Dups, row.RxNode, row.QueueDrops = median(dups), median(rx), median(drops)
+		}
+		if c.Variant == 0 {
+			base[row.Arm] = bySeed
+		} else if ref := base[row.Arm]; len(ref) > 0 && len(bySeed) > 0 {
+			cand := map[int]Value{}
+			refPaired := map[int]Value{}
+			for seed, v := range bySeed {
+				if r, ok := ref[seed]; ok {
+					cand[seed], refPaired[seed] = v, r
+				}
+			}
+			if len(cand) > 0 {
+				if pd, err := PairedDiff(cand, refPaired); err == nil {
+					row.VsBase = &pd
+				}
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// Reading is the study's result in words, computed from its table: per
+// arm and variant, whether the change moved the median p50 beyond the
+// seeds' spread (every seed's difference on the same side of zero) or not.
+func (s Study) Reading(rows []StudyRow) string {
+	var b strings.Builder
+	moved, within, missing, single := 0, 0, 0, 0
+	var parts []string
+	for _, r := range rows {
+		if r.VsBase == nil {
+			if r.Seeds == 0 {
+				missing++
+			}
+			continue
+		}
+		p := r.VsBase
+		switch {
+		case p.Median.Censored || p.Lo.Censored || p.Hi.Censored:
+			parts = append(parts, fmt.Sprintf("%s under %q: censored seeds, no conclusion", r.Arm, r.Variant))
+		case len(p.PerSeed) < 2:
+			single++
+			parts = append(parts, fmt.Sprintf("%s under %q: p50 %s on its one seed", r.Arm, r.Variant, FormatDiff(p.Median)))
+		case (p.Lo.V > 0 && p.Hi.V > 0) || (p.Lo.V < 0 && p.Hi.V < 0):
+			moved++
+			parts = append(parts, fmt.Sprintf("%s under %q: p50 %s [%s, %s] on every seed", r.Arm, r.Variant,
+				FormatDiff(p.Median), FormatDiff(p.Lo), FormatDiff(p.Hi)))
+		default:
+			within++
+		}
+	}
+	fmt.Fprintf(&b, "Against the baseline %q, %d arm-variant pairs moved on every seed in the same direction and %d stayed within the seed spread", s.Variants[0].Label, moved, within)
+	if single > 0 {
+		fmt.Fprintf(&b, "; %d pairs rest on one seed, with no spread to judge them by", single)
+	}
+	if missing > 0 {
+		fmt.Fprintf(&b, " (%d cells have no records yet)", missing)
+	}
+	b.WriteString(".")
+	if len(parts) > 0 {
+		b.WriteString(" " + strings.Join(parts, "; ") + ".")
+	}
+	if s.Note != "" {
+		b.WriteString(" " + s.Note)
+	}
+	return b.String()
+}
+
+// FormatBytes prints a byte count in KiB or MiB.
+func FormatBytes(b float64) string {
+	switch {
+	case math.IsNaN(b):
+		return "-"
+	case b >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KiB", b/(1<<10))
+}

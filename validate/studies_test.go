@@ -1,0 +1,73 @@
+package validate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// Every study builds valid cells (profiles and knobs accepted), one per
+// variant, arm and seed, each variant a different cell.
+func TestStudiesBuild(t *testing.T) {
+	for _, s := range Studies() {
+		cells, err := s.Cells(20, []uint64{7, 8}, cell.Config{Gossip: cell.StudyGossip()})
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		if len(cells) != len(s.Variants)*len(s.Arms) {
+			t.Fatalf("%s: %d cells", s.Name, len(cells))
+		}
+		keys := map[string]bool{}
+		for _, c := range cells {
+			for _, cfg := range c.Configs {
+				if cfg.N != 20 || cfg.Degree != 19 {
+					t.Fatalf("%s: N %d degree %d", s.Name, cfg.N, cfg.Degree)
+				}
+				keys[cfg.Key()] = true
+			}
+		}
+		if len(keys) != 2*len(cells) {
+			t.Fatalf("%s: %d distinct cells of %d: two variants are the same cell", s.Name, len(keys), 2*len(cells))
+		}
+	}
+	if _, err := LookupStudy("nope"); err == nil {
+		t.Fatal("an unknown study was found")
+	}
+}
+
+// The table's paired difference and the reading, by hand: variant 1 is
+// 10 % slower on every seed; variant 2 is faster on one seed and slower on
+// the other.
+func TestStudyTableReading(t *testing.T) {
+	s, _ := LookupStudy("phase-queue")
+	s.Variants = s.Variants[:3]
+	cells, err := s.Cells(20, []uint64{7, 8}, cell.Config{Gossip: cell.StudyGossip()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) *float64 { return &v }
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			base := []float64{1.0, 2.0}[i]
+			v := map[int][]float64{0: {1, 1}, 1: {1.1, 1.1}, 2: {0.9, 1.05}}[c.Variant][i] * base
+			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: f(v), P99S: f(v * 1.2), Dups: 3}
+		}
+	}
+	rows := s.Table(cells, records)
+	if len(rows) != 3 || rows[0].VsBase != nil || rows[1].VsBase == nil {
+		t.Fatalf("rows %+v", rows)
+	}
+	if d := rows[1].VsBase.Median.V; d < 9.999 || d > 10.001 {
+		t.Fatalf("variant 1 vs baseline %v %%, want +10", d)
+	}
+	if lo, hi := rows[2].VsBase.Lo.V, rows[2].VsBase.Hi.V; lo > -9.99 || hi < 4.99 {
+		t.Fatalf("variant 2 range %v..%v, want -10..+5", lo, hi)
+	}
+	r := s.Reading(rows)
+	if !strings.Contains(r, "1 arm-variant pairs moved on every seed in the same direction and 1 stayed within") ||
+		!strings.Contains(r, "+10% [+10%, +10%]") {
+		t.Fatalf("reading: %s", r)
+	}
+}
