@@ -16,14 +16,18 @@
 //     holders are peers whose bitmap shows the part or who sent it.
 //   - Claim ledger: every pass (on news, and every retry interval while
 //     incomplete) each missing part without an open claim is claimed from
-//     a peer known to hold it that is not struck out, at most
-//     ClaimsPerPeer fresh claims per peer per pass, preferring the peer
-//     with the fewest open claims (then rendezvous rank). A claim not
-//     answered within the request timeout is a strike; at StrikeCap
-//     strikes the peer is passed over for StrikeMemory.
-//   - The request timeout starts at Timeout0 (16 × 25 ms) and then follows
-//     the responses: twice an exponentially weighted mean (weight 1/8) of
-//     the observed claim-to-part times, never below 50 ms (ours).
+//     a peer known to hold it, at most ClaimsPerPeer fresh claims per peer
+//     per pass, preferring peers not struck out, then the peer with the
+//     fewest open claims, then rendezvous rank. A claim not answered
+//     within the request timeout is a strike; at StrikeCap strikes a peer
+//     is struck out for StrikeMemory: passed over while another holder is
+//     free, claimed from when none is (our reading of "strike cap 1 with a
+//     30 s memory"; excluding struck peers outright left nodes stuck once
+//     every holder had timed out once).
+//   - The request timeout is 16 × u, u starting at 25 ms (Timeout0 = 400
+//     ms) and following the observed claim-to-part times (an exponentially
+//     weighted mean, weight 1/8): our reading of "16 × 25 ms and adaptive
+//     to observed response times".
 //   - Push grace (ours): a claim for a part the node pushed to that peer
 //     less than PushGrace ago is not answered again; the push is in flight.
 //   - A complete node keeps serving and volunteering but claims no more.
@@ -53,6 +57,7 @@ type Params struct {
 	Replication     int           // pushes per new part: 2
 	ClaimsPerPeer   int           // fresh claims per peer per pass: 4
 	Timeout0        time.Duration // the first request timeout: 16 × 25 ms
+	TimeoutMult     int           // the timeout's multiple of the mean response time: 16
 	Retry           time.Duration // the pass interval: 100 ms
 	PushGrace       time.Duration // 400 ms
 	StrikeCap       int           // strikes before a peer is passed over: 1
@@ -68,13 +73,13 @@ type Params struct {
 
 // Tuned returns B tuned's knobs; coded B sets OnePartPerFrame.
 func Tuned() Params {
-	return Params{Replication: 2, ClaimsPerPeer: 4, Timeout0: 16 * 25 * time.Millisecond, Retry: 100 * time.Millisecond,
+	return Params{Replication: 2, ClaimsPerPeer: 4, Timeout0: 16 * 25 * time.Millisecond, TimeoutMult: 16, Retry: 100 * time.Millisecond,
 		PushGrace: 400 * time.Millisecond, StrikeCap: 1, StrikeMemory: 30 * time.Second}
 }
 
 // Validate checks the knobs.
 func (p Params) Validate() error {
-	if p.Replication < 0 || p.ClaimsPerPeer < 1 || p.Timeout0 <= 0 || p.Retry <= 0 || p.PushGrace < 0 || p.StrikeCap < 1 || p.StrikeMemory < 0 {
+	if p.Replication < 0 || p.ClaimsPerPeer < 1 || p.Timeout0 <= 0 || p.TimeoutMult < 1 || p.Retry <= 0 || p.PushGrace < 0 || p.StrikeCap < 1 || p.StrikeMemory < 0 {
 		return fmt.Errorf("variant B: invalid knobs %+v", p)
 	}
 	return nil
@@ -403,13 +408,17 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 		var best peer.ID
 		var bestInfo *peerInfo
 		var bestRank uint64
+		bestStruck := false
 		for p, pi := range n.peers {
-			if !pi.has[i] || now.Before(pi.struckTill) || fresh[p] >= n.p.ClaimsPerPeer {
+			if !pi.has[i] || fresh[p] >= n.p.ClaimsPerPeer {
 				continue
 			}
+			struck := now.Before(pi.struckTill)
 			r := rank(i, p)
-			if bestInfo == nil || pi.open < bestInfo.open || (pi.open == bestInfo.open && r > bestRank) {
-				best, bestInfo, bestRank = p, pi, r
+			better := bestInfo == nil || (bestStruck && !struck) ||
+				(struck == bestStruck && (pi.open < bestInfo.open || (pi.open == bestInfo.open && r > bestRank)))
+			if better {
+				best, bestInfo, bestRank, bestStruck = p, pi, r, struck
 			}
 		}
 		if bestInfo == nil {
@@ -441,7 +450,7 @@ func (n *Node) answered(c claim, now time.Time) {
 		n.srtt += (sample - n.srtt) / 8
 	}
 	if !n.p.Fixed {
-		n.timeout = max(2*n.srtt, 50*time.Millisecond)
+		n.timeout = time.Duration(n.p.TimeoutMult) * n.srtt
 	}
 }
 

@@ -74,8 +74,7 @@ func TestClaimLedger(t *testing.T) {
 	if len(w[a]) != 3 || len(w[b]) != 0 || w[a][0] != 7 {
 		t.Fatalf("second pass: A %v, B %v", w[a], w[b])
 	}
-	// B answers one claim after 40 ms: the timeout becomes 2 × 40 ms,
-	// floored at 50 ms.
+	// B answers one claim after 40 ms: the timeout becomes 16 × 40 ms.
 	var bc claim
 	for _, c := range n.claims {
 		if c.peer == b {
@@ -84,25 +83,37 @@ func TestClaimLedger(t *testing.T) {
 		}
 	}
 	n.answered(bc, bc.at.Add(40*time.Millisecond))
-	if n.timeout != 80*time.Millisecond {
-		t.Fatalf("timeout %v after a 40 ms answer, want 80 ms", n.timeout)
+	if n.timeout != 640*time.Millisecond {
+		t.Fatalf("timeout %v after a 40 ms answer, want 640 ms", n.timeout)
 	}
 	// The first pass's six other claims run out at 400 ms (the timeout
 	// was 400 ms when they opened), the second pass's three at 500 ms:
-	// nine strikes, and both peers struck out for 30 s.
-	w = n.pass(t0.Add(400 * time.Millisecond))
-	if len(w) != 0 || n.Stats.Strikes != 6 {
-		t.Fatalf("at 400 ms: wants %v, %d strikes", w, n.Stats.Strikes)
+	// nine strikes; both peers are struck out for 30 s. With no other
+	// holder, the next pass claims from them anyway.
+	if w = n.pass(t0.Add(400 * time.Millisecond)); n.Stats.Strikes != 6 {
+		t.Fatalf("at 400 ms: %d strikes", n.Stats.Strikes)
 	}
 	w = n.pass(t0.Add(500 * time.Millisecond))
-	if len(w) != 0 || n.Stats.Strikes != 9 || n.Stats.TimedOut != 9 {
+	if n.Stats.Strikes != 9 || n.Stats.TimedOut != 9 || len(n.claims) == 0 {
 		t.Fatalf("at 500 ms: wants %v, %d strikes, %d timeouts", w, n.Stats.Strikes, n.Stats.TimedOut)
 	}
-	if w = n.pass(t0.Add(30 * time.Second)); len(w) != 0 {
-		t.Fatalf("claimed from a struck peer before its 30 s ran out: %v", w)
+	// A peer not struck out is preferred: C holds everything.
+	c := peer.ID("C")
+	for i := range 10 {
+		n.peer(c).has[i] = true
 	}
-	if w = n.pass(t0.Add(30*time.Second + 500*time.Millisecond)); len(w[a]) != 4 {
-		t.Fatalf("after 30 s A should be claimed from again: %v", w)
+	clear(n.claims)
+	n.peer(a).open, n.peer(b).open = 0, 0
+	w = n.pass(t0.Add(time.Second))
+	if len(w[c]) != 4 || len(w[a])+len(w[b]) != 5 {
+		t.Fatalf("with C free: C %v, A %v, B %v; want four from C first", w[c], w[a], w[b])
+	}
+	for _, i := range w[a] {
+		for _, j := range w[c] {
+			if i == j {
+				t.Fatalf("part %d claimed twice", i)
+			}
+		}
 	}
 }
 
