@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 )
 
@@ -148,7 +149,9 @@ func median(x []float64) float64 {
 
 // TestVariantBStrike: a third of the nodes never answer a claim. Claims
 // to them time out and strike them, the claimers turn to other holders,
-// and every receiver still completes with the whole payload.
+// and every receiver still completes with the whole payload. The timeout
+// follows the response times (16 × their mean), so a claim to a silent
+// peer can wait seconds: the window is 20 s.
 func TestVariantBStrike(t *testing.T) {
 	for _, name := range []string{"bfixed_32k", "bcodedfc1_32k"} {
 		t.Run(name, func(t *testing.T) {
@@ -157,6 +160,7 @@ func TestVariantBStrike(t *testing.T) {
 					for i := 1; i < 30; i += 3 {
 						c.bMute = append(c.bMute, i)
 					}
+					c.Window = 20 * des.Second
 				})
 				if rec.Completed != 29 || rec.Verified != 29 {
 					t.Fatalf("with silent peers %d of 29 completed, %d verified", rec.Completed, rec.Verified)

@@ -17,8 +17,9 @@
 //   - Claim ledger: every pass (on news, and every retry interval while
 //     incomplete) each missing part without an open claim is claimed from
 //     a peer known to hold it, at most ClaimsPerPeer fresh claims per peer
-//     per pass, preferring peers not struck out, then the peer with the
-//     fewest open claims, then rendezvous rank. A claim not answered
+//     per pass, preferring peers not struck out, then the peer asked for
+//     that part the fewest times (so retries cycle through the holders),
+//     then the one with the fewest open claims, then rendezvous rank. A claim not answered
 //     within the request timeout is a strike; at StrikeCap strikes a peer
 //     is struck out for StrikeMemory: passed over while another holder is
 //     free, claimed from when none is (our reading of "strike cap 1 with a
@@ -106,8 +107,9 @@ type Node struct {
 	held    int
 	done    bool
 	peers   map[peer.ID]*peerInfo
-	claims  map[int]claim // part: the open claim
-	srtt    time.Duration // mean claim-to-part time, 0 before the first
+	claims  map[int]claim           // part: the open claim
+	tries   map[int]map[peer.ID]int // part: claims sent per peer
+	srtt    time.Duration           // mean claim-to-part time, 0 before the first
 	timeout time.Duration
 	timer   *time.Timer
 	Stats   Stats
@@ -145,7 +147,7 @@ func New(p Params, topic string, group []byte, total, need int, onDone func(time
 		return nil, fmt.Errorf("variant B: %d of %d parts", need, total)
 	}
 	n := &Node{p: p, topic: topic, group: slices.Clone(group), total: total, need: need, onDone: onDone,
-		parts: make([][]byte, total), peers: map[peer.ID]*peerInfo{}, claims: map[int]claim{}, timeout: p.Timeout0}
+		parts: make([][]byte, total), peers: map[peer.ID]*peerInfo{}, claims: map[int]claim{}, tries: map[int]map[peer.ID]int{}, timeout: p.Timeout0}
 	n.ext = &partialmessages.PartialMessagesExtension[PeerState]{
 		Logger:        slog.New(slog.DiscardHandler),
 		OnIncomingRPC: n.onIncoming,
@@ -408,17 +410,20 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 		var best peer.ID
 		var bestInfo *peerInfo
 		var bestRank uint64
-		bestStruck := false
+		bestStruck, bestTries := false, 0
+		tries := n.tries[i]
 		for p, pi := range n.peers {
 			if !pi.has[i] || fresh[p] >= n.p.ClaimsPerPeer {
 				continue
 			}
 			struck := now.Before(pi.struckTill)
 			r := rank(i, p)
+			t := tries[p]
 			better := bestInfo == nil || (bestStruck && !struck) ||
-				(struck == bestStruck && (pi.open < bestInfo.open || (pi.open == bestInfo.open && r > bestRank)))
+				(struck == bestStruck && (t < bestTries || (t == bestTries &&
+					(pi.open < bestInfo.open || (pi.open == bestInfo.open && r > bestRank)))))
 			if better {
-				best, bestInfo, bestRank, bestStruck = p, pi, r, struck
+				best, bestInfo, bestRank, bestStruck, bestTries = p, pi, r, struck, t
 			}
 		}
 		if bestInfo == nil {
@@ -426,6 +431,11 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 		}
 		fresh[best]++
 		bestInfo.open++
+		if tries == nil {
+			tries = map[peer.ID]int{}
+			n.tries[i] = tries
+		}
+		tries[best]++
 		n.claims[i] = claim{peer: best, at: now, deadline: now.Add(n.timeout)}
 		n.Stats.Claims++
 		wants[best] = append(wants[best], i)
