@@ -6,10 +6,40 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 )
 
-// version is the uplink version recorded with every result.
-const version = "0.1.0-dev"
+// release is uplink's release; buildVersion adds the commit.
+const release = "0.1.0-dev"
+
+// buildVersion is the version recorded with every result: the release and,
+// when the binary was built from a git checkout, its commit (with "+dirty"
+// for uncommitted changes), so records from different code are told apart.
+func buildVersion() string {
+	v := release
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	var rev string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	v += "+" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
+}
 
 const usage = `uplink: a packet-level network simulator that runs real protocol code
 
@@ -47,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "validate":
 		err = cmdValidate(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "uplink", version)
+		fmt.Fprintln(stdout, "uplink", buildVersion())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -143,7 +143,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	base := cell.Config{
 		Verify: *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
-		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: version,
+		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: buildVersion(),
 		Gossip: cell.StudyGossip(),
 	}
 	for _, kv := range *gossip {

@@ -33,6 +33,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux")
 	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
 	fresh := fs.Bool("fresh", false, "ignore the records already in --cache (they stay in the file)")
+	anyVersion := fs.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
 	dryRun := fs.Bool("dry-run", false, "print what would run and exit")
 	reportDir := fs.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
 	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
@@ -69,7 +70,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("validate: --jobs, --gomaxprocs and --setup-procs must be at least 1")}
 	}
 	// Per-node rows feed the report's CDFs.
-	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: version, PerNode: true}}
+	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: buildVersion(), PerNode: true}}
 	if *seedsS != "" {
 		s, err := parseSeeds(*seedsS)
 		if err != nil {
@@ -106,7 +107,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if *cache == "" {
 			*cache = "study-" + *study + ".jsonl"
 		}
-		return runStudy(*study, o, *fresh, *dryRun, *cache, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *dryRun, *cache, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -117,7 +118,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	records := map[string]*cell.Record{}
 	if !*fresh {
-		if records, err = readRecords(*cache); err != nil {
+		if records, err = readRecords(*cache, *anyVersion, stderr); err != nil {
 			return err
 		}
 	}
@@ -172,9 +173,10 @@ func splitList(s string) []string {
 }
 
 // readRecords reads a JSON Lines records file into a map by key (a later
-// record of the same key wins). A missing file is empty; a line that does
-// not parse (a run killed mid-write) is skipped with its line number.
-func readRecords(path string) (map[string]*cell.Record, error) {
+// record of the same key wins), keeping only this build's records unless
+// anyVersion. A missing file is empty; a line that does not parse (a run
+// killed mid-write) is skipped with its line number.
+func readRecords(path string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
 	out := map[string]*cell.Record{}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -186,16 +188,25 @@ func readRecords(path string) (map[string]*cell.Record, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	v := buildVersion()
+	other := 0
 	for line := 1; sc.Scan(); line++ {
 		var r cell.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Key == "" {
-			fmt.Fprintf(os.Stderr, "uplink: %s line %d: not a cell record, skipped\n", path, line)
+			fmt.Fprintf(stderr, "uplink: %s line %d: not a cell record, skipped\n", path, line)
+			continue
+		}
+		if r.Version != v && !anyVersion {
+			other++
 			continue
 		}
 		out[r.Key] = &r
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("--cache %s: %w", path, err)
+	}
+	if other > 0 {
+		fmt.Fprintf(stderr, "uplink: %s: %d records from other uplink versions not reused (this is %s; --any-version reuses them)\n", path, other, v)
 	}
 	return out, nil
 }
@@ -317,7 +328,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache strin
 }
 
 // runStudy runs a study's missing cells and prints its table and reading.
-func runStudy(name string, o validate.PlanOptions, fresh, dryRun bool, cache string,
+func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun bool, cache string,
 	run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, err := validate.LookupStudy(name)
 	if err != nil {
@@ -329,7 +340,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, dryRun bool, cache str
 	}
 	records := map[string]*cell.Record{}
 	if !fresh {
-		if records, err = readRecords(cache); err != nil {
+		if records, err = readRecords(cache, anyVersion, stderr); err != nil {
 			return err
 		}
 	}
