@@ -3,6 +3,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +16,8 @@ const release = "0.1.0-dev"
 
 // buildVersion is the version recorded with every result: the release and,
 // when the binary was built from a git checkout, its commit (with "+dirty"
-// for uncommitted changes), so records from different code are told apart.
+// for uncommitted changes), or else a hash of the executable, so records
+// from different code are told apart.
 func buildVersion() string {
 	v := release
 	bi, ok := debug.ReadBuildInfo()
@@ -32,6 +35,11 @@ func buildVersion() string {
 		}
 	}
 	if rev == "" {
+		// Built without VCS stamping (-buildvcs=false): fingerprint the
+		// executable instead, so different code still reads differently.
+		if h, err := executableHash(); err == nil {
+			return v + "+bin." + h
+		}
 		return v
 	}
 	v += "+" + rev[:min(12, len(rev))]
@@ -100,3 +108,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 type usageError struct{ error }
 
 func (u usageError) Unwrap() error { return u.error }
+
+// executableHash is the first 12 hex digits of the SHA-256 of the running
+// executable.
+func executableHash() (string, error) {
+	path, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}

@@ -70,7 +70,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("validate: --jobs, --gomaxprocs and --setup-procs must be at least 1")}
 	}
 	// Per-node rows feed the report's CDFs.
-	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: buildVersion(), PerNode: true}}
+	ver := buildVersion()
+	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: ver, PerNode: true}}
 	if *seedsS != "" {
 		s, err := parseSeeds(*seedsS)
 		if err != nil {
@@ -118,7 +119,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	records := map[string]*cell.Record{}
 	if !*fresh {
-		if records, err = readRecords(*cache, *anyVersion, stderr); err != nil {
+		if records, err = readRecords(*cache, ver, *anyVersion, stderr); err != nil {
 			return err
 		}
 	}
@@ -173,10 +174,10 @@ func splitList(s string) []string {
 }
 
 // readRecords reads a JSON Lines records file into a map by key (a later
-// record of the same key wins), keeping only this build's records unless
+// record of the same key wins), keeping only version v's records unless
 // anyVersion. A missing file is empty; a line that does not parse (a run
 // killed mid-write) is skipped with its line number.
-func readRecords(path string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
+func readRecords(path, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
 	out := map[string]*cell.Record{}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -188,7 +189,6 @@ func readRecords(path string, anyVersion bool, stderr io.Writer) (map[string]*ce
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	v := buildVersion()
 	other := 0
 	for line := 1; sc.Scan(); line++ {
 		var r cell.Record
@@ -340,7 +340,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	}
 	records := map[string]*cell.Record{}
 	if !fresh {
-		if records, err = readRecords(cache, anyVersion, stderr); err != nil {
+		if records, err = readRecords(cache, o.Base.Version, anyVersion, stderr); err != nil {
 			return err
 		}
 	}
