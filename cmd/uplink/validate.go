@@ -369,6 +369,10 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tvs baseline (p50, per seed)\tdups\trx/node\tqueue drops\t")
 	for _, r := range rows {
+		if r.Seeds == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t0\t-\t-\t-\tnot run\t-\t-\t-\t\n", r.Variant, r.Arm)
+			continue
+		}
 		vs := "baseline"
 		if r.VsBase != nil {
 			vs = fmt.Sprintf("%s [%s, %s]", validate.FormatDiff(r.VsBase.Median), validate.FormatDiff(r.VsBase.Lo), validate.FormatDiff(r.VsBase.Hi))
