@@ -254,12 +254,7 @@ func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed 
 	if col.Condition == "warm" {
 		c.Warmup = cell.Warmup{Kind: "streams", Stream: 320 << 10}
 	}
-	if c.Degree == 0 {
-		c.Degree = 70 // every cell of the report (study-model.md)
-	}
-	if c.Degree >= n { // a shrunk replay: the complete graph
-		c.Degree = n - 1
-	}
+	c.Degree = reportDegree(c.Degree, n)
 	if c.Window == 0 {
 		c.Window = 8 * des.Second
 	}
@@ -349,4 +344,39 @@ func Rankings(rows []Row) map[string]Ranking {
 		}
 	}
 	return out
+}
+
+// VerdictRule says how the verdict reads, for printing under a comparison.
+const VerdictRule = `"within": the reference median lies in uplink's range of per-seed values (the tables print no per-seed reference values).`
+
+// RankingLines describes Rankings(rows), one line per column and
+// statistic, sorted: "COLUMN STAT: same order (Kendall tau 1.00)" or the
+// reversed pairs.
+func RankingLines(rows []Row) []string {
+	rk := Rankings(rows)
+	keys := make([]string, 0, len(rk))
+	for k := range rk {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		r := rk[k]
+		word := "same order"
+		if !r.Same() {
+			word = fmt.Sprintf("%d pairs reversed %v", r.Discordant, r.DiscordantPairs)
+		}
+		out = append(out, fmt.Sprintf("%s: %s (Kendall tau %.2f)", k, word, r.Tau))
+	}
+	return out
+}
+
+// reportDegree is the dial-graph degree of a replayed or studied cell of
+// n nodes: the given one, else the report's 70 (study-model.md), and the
+// complete graph when a shrunk cell is too small for it.
+func reportDegree(degree, n int) int {
+	if degree == 0 {
+		degree = 70
+	}
+	return min(degree, n-1)
 }

@@ -87,22 +87,11 @@ func markdown(p *Plan, rows []Row) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s %s | %s | %s to %s | %d/%d | %s | %s |\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic,
 			r.Ref.ValueText, r.Ref.Unit, r.Median, r.Spread.Lo, r.Spread.Hi, len(r.PerSeed), len(r.Cell.Seeds), FormatDiff(r.Diff), verdict)
 	}
-	b.WriteString("\n\"within\": the reference median lies in uplink's range of per-seed values (the tables print no per-seed reference values).\n")
-	rk := Rankings(rows)
-	if len(rk) > 0 {
+	b.WriteString("\n" + VerdictRule + "\n")
+	if lines := RankingLines(rows); len(lines) > 0 {
 		b.WriteString("\n## Ranking of the arms, reference against uplink\n\n")
-		keys := make([]string, 0, len(rk))
-		for k := range rk {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			r := rk[k]
-			if r.Same() {
-				fmt.Fprintf(&b, "- %s: same order (Kendall tau %.2f)\n", k, r.Tau)
-			} else {
-				fmt.Fprintf(&b, "- %s: %d pairs reversed %v (Kendall tau %.2f)\n", k, r.Discordant, r.DiscordantPairs, r.Tau)
-			}
+		for _, l := range lines {
+			b.WriteString("- " + l + "\n")
 		}
 	}
 	if len(p.Skipped) > 0 {

@@ -225,12 +225,7 @@ func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Con
 		c.Transport = "quic"
 	}
 	c.Warmup, c.BTimeout, c.BFixed = v.Warmup, v.BTimeout, v.BFixed
-	if c.Degree == 0 {
-		c.Degree = 70
-	}
-	if c.Degree >= n {
-		c.Degree = n - 1
-	}
+	c.Degree = reportDegree(c.Degree, n)
 	return c, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -275,22 +274,11 @@ func printComparison(w io.Writer, p *validate.Plan, records map[string]*cell.Rec
 			f(r.Median), f(r.Spread.Lo), f(r.Spread.Hi), len(r.PerSeed), len(r.Cell.Seeds), validate.FormatDiff(r.Diff), verdict)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nverdict: \"within\" when the reference median lies in uplink's range of per-seed values (the tables print no per-seed reference values).")
-	rk := validate.Rankings(rows)
-	if len(rk) > 0 {
+	fmt.Fprintln(w, "\nverdict "+validate.VerdictRule)
+	if lines := validate.RankingLines(rows); len(lines) > 0 {
 		fmt.Fprintln(w, "\nranking of the arms, reference against uplink:")
-		keys := make([]string, 0, len(rk))
-		for k := range rk {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			r := rk[k]
-			word := "same order"
-			if !r.Same() {
-				word = fmt.Sprintf("%d pairs reversed: %v", r.Discordant, r.DiscordantPairs)
-			}
-			fmt.Fprintf(w, "  %-40s %s (Kendall tau %.2f)\n", k, word, r.Tau)
+		for _, l := range lines {
+			fmt.Fprintln(w, "  "+l)
 		}
 	}
 	printSkipped(w, p)
