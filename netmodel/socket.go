@@ -213,6 +213,20 @@ func (s *Socket) sent(wire int) {
 	}
 }
 
+// AwaitSpace is for a transport whose socket has several writers: one has
+// just taken the space that came back and others still wait. It reports
+// whether a send would proceed now; if not, the socket counts as blocked
+// again, so the next departure that frees space calls OnWritable. Without
+// it the waiting writers would miss that wake-up: OnWritable fires once
+// per blocking, and the writer that took it did not block again.
+func (s *Socket) AwaitSpace() bool {
+	if s.Writable() || s.closed {
+		return true
+	}
+	s.setBlocked(true)
+	return false
+}
+
 // setBlocked records whether a writer waits for send-buffer space. While
 // one does, the node's departures that free space are visible events, so
 // the writer wakes at the right instant; otherwise they run in batches.

@@ -181,6 +181,19 @@ func (ep *Endpoint) Writable() int {
 	return max(ep.snd.bufLimit-ep.snd.bufLen, 0)
 }
 
+// AwaitWritable is for a connection with several writers: one has just
+// finished and others still wait. It reports whether Write would take
+// bytes now; if not, the endpoint counts its writer as blocked again, so
+// the next freeing of space calls Writable (which fires once per
+// blocking).
+func (ep *Endpoint) AwaitWritable() bool {
+	if ep.Writable() > 0 || ep.err != nil {
+		return true
+	}
+	ep.snd.writerBlocked = true
+	return false
+}
+
 // Buffered is the number of bytes written and not yet acknowledged.
 func (ep *Endpoint) Buffered() int { return ep.snd.bufLen }
 

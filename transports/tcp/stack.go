@@ -254,6 +254,10 @@ type Conn struct {
 	closed       chan struct{}
 	dl           *des.Deadlines
 	closeOnce    sync.Once
+	// writers counts writers waiting for send-buffer space, under the
+	// live lock: the endpoint wakes one, and a writer that finishes passes
+	// the wake-up on (see Write).
+	writers int
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -331,12 +335,21 @@ func (c *Conn) Write(b []byte) (int, error) {
 	}
 	lv := c.st.live
 	written := 0
+	waited := false
 	for {
 		now := lv.Lock()
+		if waited {
+			c.writers--
+		}
 		n, err := c.ep.Write(b[written:], now)
-		more := c.ep.Writable() > 0
-		lv.Unlock()
 		written += n
+		waited = err == nil && written < len(b)
+		if waited {
+			c.writers++
+		} else if c.writers > 0 && c.ep.AwaitWritable() {
+			signal(c.writable) // pass the baton to a concurrent writer
+		}
+		lv.Unlock()
 		if err != nil {
 			if errors.Is(err, ErrAborted) && c.isClosed() {
 				err = net.ErrClosed
@@ -344,12 +357,12 @@ func (c *Conn) Write(b []byte) (int, error) {
 			return written, c.opErr("write", err)
 		}
 		if written == len(b) {
-			if more {
-				signal(c.writable) // pass the baton to a concurrent writer
-			}
 			return written, nil
 		}
 		if err := c.dl.Wait(c.writable, c.closed, false); err != nil {
+			lv.Lock()
+			c.writers--
+			lv.Unlock()
 			return written, c.opErr("write", err)
 		}
 	}

@@ -123,6 +123,59 @@ func TestCloseWriteEOF(t *testing.T) {
 	})
 }
 
+// TestConcurrentWriters: four goroutines write 300 KB each into one
+// connection at 10 Mbit/s, so the send buffer fills again and again while
+// several writers wait. Every write completes and the peer reads all
+// 1.2 MB. (The case that needs Endpoint.AwaitWritable, a writer finishing
+// on an exactly full buffer, is rare here; the next test pins it.)
+func TestConcurrentWriters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := bubble(t, LinuxConfig(), netmodel.Config{}, link{up: 10e6, down: 10e6}, link{up: 10e6, down: 10e6})
+		l, err := st.Listen(1, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		const writers, writes, size = 4, 100, 3000
+		got := make(chan int64, 1)
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				t.Error(err)
+				got <- 0
+				return
+			}
+			defer c.Close()
+			n, _ := io.Copy(io.Discard, c)
+			got <- n
+		}()
+		c, err := st.Dial(context.Background(), 0, l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				buf := make([]byte, size)
+				for range writes {
+					if _, err := c.Write(buf); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := c.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		if n := <-got; n != writers*writes*size {
+			t.Fatalf("the peer read %d bytes, want %d", n, writers*writes*size)
+		}
+		c.Close()
+	})
+}
+
 // TestConnIntactUnderLossAndReordering: 8 MiB through net.Conn, goroutine
 // to goroutine, over a path with 1 % loss each way and per-packet latency
 // between 10 and 15 ms (reordering), arrive with the SHA-256 they left
@@ -325,4 +378,62 @@ func TestDialContext(t *testing.T) {
 			t.Fatalf("dial: %v after %v; want the context's deadline after 3s", err, time.Since(start))
 		}
 	})
+}
+
+// TestAwaitWritableRearmsTheWakeUp: the Writable callback fires once per
+// blocked Write. A writer woken by it that takes exactly the free space
+// finishes without blocking, so a second waiting writer would never hear
+// of the next free space; AwaitWritable re-arms the callback for it.
+func TestAwaitWritableRearmsTheWakeUp(t *testing.T) {
+	tn := newTestNet(t, LinuxConfig(), netmodel.Config{}, link{up: 10e6, down: 10e6}, link{up: 10e6, down: 10e6})
+	rbuf := make([]byte, 64<<10)
+	if _, err := tn.eng.Listen(1, 80, func(ep *Endpoint, _ des.Time) bool {
+		ep.SetCallbacks(Callbacks{Readable: func(now des.Time) {
+			for {
+				if n, err := ep.Read(rbuf, now); n == 0 || err != nil {
+					return
+				}
+			}
+		}})
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := tn.eng.Connect(0, 1, 80, tn.sim.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakes := 0
+	cli.SetCallbacks(Callbacks{Writable: func(des.Time) { wakes++ }})
+	tn.sim.RunUntil(100 * des.Millisecond)
+	buf := make([]byte, 4<<20)
+	runUntilWoken := func(want int) {
+		t.Helper()
+		for wakes < want && tn.sim.Step() {
+		}
+		if wakes != want {
+			t.Fatalf("%d wake-ups, want %d", wakes, want)
+		}
+	}
+	fillExactly := func() {
+		t.Helper()
+		k := cli.Writable()
+		if n, err := cli.Write(buf[:k], tn.sim.Now()); n != k || err != nil || cli.Writable() != 0 {
+			t.Fatalf("wrote %d of %d (%v), %d free after", n, k, err, cli.Writable())
+		}
+	}
+	if n, _ := cli.Write(buf, tn.sim.Now()); n == len(buf) {
+		t.Fatal("a 4 MiB write fitted the send buffer")
+	}
+	runUntilWoken(1)
+	fillExactly()
+	if cli.AwaitWritable() {
+		t.Fatal("AwaitWritable reported space in a full buffer")
+	}
+	runUntilWoken(2)
+	fillExactly() // and no AwaitWritable: no further wake-up comes
+	tn.sim.RunUntil(tn.sim.Now() + des.Second)
+	if wakes != 2 || cli.Buffered() != 0 {
+		t.Fatalf("after a second: %d wake-ups, %d bytes unacknowledged; want 2 and 0", wakes, cli.Buffered())
+	}
 }

@@ -6,6 +6,8 @@
 // with no goroutine hand-off. A read that finds the receive buffer empty
 // waits on the socket's own one-slot channel, which the model signals when a
 // datagram is delivered, so a delivery wakes at most that one reader.
+// Writers blocked on a full send buffer wake one at a time: each, once its
+// datagram is queued, wakes the next while space remains.
 package udp
 
 import (
@@ -93,6 +95,12 @@ type Conn struct {
 	closed    chan struct{}
 	dl        *des.Deadlines
 	closeOnce sync.Once
+	// writers counts writers waiting for send-buffer space, under the live
+	// lock. quic-go writes from one goroutine per connection, and all of a
+	// host's connections share its socket: the model wakes one writer when
+	// space comes back, and that writer passes the wake-up on (see
+	// WriteTo and netmodel.Socket.AwaitSpace).
+	writers int
 }
 
 var _ net.PacketConn = (*Conn)(nil)
@@ -130,15 +138,29 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		return 0, err
 	}
 	l := c.st.live
+	waited := false
 	for {
 		now := l.Lock()
+		if waited {
+			c.writers--
+			waited = false
+		}
 		err := c.s.Send(dst, port, b, now)
+		if errors.Is(err, netmodel.ErrWouldBlock) {
+			c.writers++
+			waited = true
+		} else if c.writers > 0 && c.s.AwaitSpace() {
+			signal(c.writable) // pass the wake-up on to the next waiting writer
+		}
 		l.Unlock()
 		switch {
 		case err == nil:
 			return len(b), nil
 		case errors.Is(err, netmodel.ErrWouldBlock):
 			if err := c.dl.Wait(c.writable, c.closed, false); err != nil {
+				l.Lock()
+				c.writers--
+				l.Unlock()
 				return 0, err
 			}
 		case errors.Is(err, netmodel.ErrClosed):

@@ -121,6 +121,54 @@ func TestBlockingWrites(t *testing.T) {
 	})
 }
 
+// TestBlockingWritersShareSocket: four writers share one blocking socket
+// (as a host's QUIC connections share its UDP socket), each writing ten
+// 1 000-byte datagrams into a 5 000-byte buffer on an 8 Mbit/s uplink.
+// The uplink sends one datagram a millisecond, so the 40th and last write
+// returns at 35 ms and every datagram arrives. Before writers passed the
+// wake-up on, the writers that missed it waited forever.
+func TestBlockingWritersShareSocket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, stop := stack(t, des.Millisecond, netmodel.OneMTUBurst(8e6))
+		defer stop()
+		a, _ := st.Listen(0, 1, netmodel.BlockWhenFull)
+		b, _ := st.Listen(1, 1, netmodel.NeverBlock)
+		defer a.Close()
+		defer b.Close()
+		a.SetWriteBuffer(2500)
+		b.SetReadBuffer(1 << 20)
+		start := time.Now()
+		payload := make([]byte, 1000-netmodel.IPv4Header-netmodel.UDPHeader)
+		const writers, each = 4, 10
+		last := make(chan time.Duration, writers)
+		for range writers {
+			go func() {
+				for range each {
+					if _, err := a.WriteTo(payload, b.LocalAddr()); err != nil {
+						t.Error(err)
+						break
+					}
+				}
+				last <- time.Since(start)
+			}()
+		}
+		var latest time.Duration
+		for range writers {
+			latest = max(latest, <-last)
+		}
+		if want := 35 * time.Millisecond; latest != want {
+			t.Fatalf("the last write returned at %v, want %v", latest, want)
+		}
+		buf := make([]byte, 2048)
+		for i := range writers * each {
+			b.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+			if _, _, err := b.ReadFrom(buf); err != nil {
+				t.Fatalf("datagram %d: %v", i, err)
+			}
+		}
+	})
+}
+
 func TestBufferSizesDoubled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, stop := stack(t, des.Millisecond, netmodel.ShaperConfig{})
