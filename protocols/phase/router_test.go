@@ -1,0 +1,50 @@
+package phase
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+func peerSet(ps ...peer.ID) map[peer.ID]struct{} {
+	m := map[peer.ID]struct{}{}
+	for _, p := range ps {
+		m[p] = struct{}{}
+	}
+	return m
+}
+
+// TestTargets: with a mesh of eight, the sender skipped and one peer known
+// to hold the id (an IDONTWANT), r = 2 pushes to 2 - 1 = 1 peer and
+// announces to the other five; the sender does not count against r.
+// Without known holders every relay pushes r; a width above the
+// candidates pushes to all of them; the choice is the hash rank, the same
+// on every call.
+func TestTargets(t *testing.T) {
+	mesh := peerSet("a", "b", "c", "d", "e", "f", "g", "h")
+	push, ann := targets("seg-3", mesh, peerSet("b"), "a", 2)
+	if len(push) != 1 || len(ann) != 5 {
+		t.Fatalf("push %v, announce %v: want 1 and 5 (8 less the sender, less one holder)", push, ann)
+	}
+	all := append(slices.Clone(push), ann...)
+	if slices.Contains(all, "a") || slices.Contains(all, "b") {
+		t.Fatalf("the sender or a known holder is targeted: %v", all)
+	}
+	push, ann = targets("seg-3", mesh, nil, "a", 2)
+	if len(push) != 2 || len(ann) != 5 {
+		t.Fatalf("no holders: push %v, announce %v; want 2 and 5", push, ann)
+	}
+	again, _ := targets("seg-3", mesh, nil, "a", 2)
+	if !slices.Equal(push, again) {
+		t.Fatalf("hash rank not deterministic: %v then %v", push, again)
+	}
+	push, ann = targets("seg-3", mesh, peerSet("b", "c", "d"), "self", 2)
+	if len(push) != 0 || len(ann) != 5 {
+		t.Fatalf("three holders, r = 2: push %v, announce %v; want 0 and 5", push, ann)
+	}
+	push, ann = targets("seg-3", mesh, nil, "self", 12)
+	if len(push) != 8 || len(ann) != 0 {
+		t.Fatalf("width 12 over 8 candidates: push %v, announce %v", push, ann)
+	}
+}
