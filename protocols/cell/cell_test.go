@@ -105,10 +105,17 @@ func TestTCPKnobs(t *testing.T) {
 // ordered, the meshes formed, and the publisher sent at least one copy of
 // the payload.
 func TestSmallWholeMessageCell(t *testing.T) {
-	for _, c := range []struct{ name, prof, transport string }{
-		{"harness", "harness", "quic"},
-		{"shadow", "shadow", "quic"},
-		{"shadow-tcp", "shadow", "tcp"},
+	for _, c := range []struct {
+		name, prof, transport string
+		payload               int
+	}{
+		{"harness", "harness", "quic", 256 << 10},
+		{"shadow", "shadow", "quic", 256 << 10},
+		{"shadow-tcp", "shadow", "tcp", 256 << 10},
+		// Linux's socket-buffer cap with a 1 MiB payload: the writers of
+		// a host's QUIC connections block on its shared UDP socket (a lost
+		// wake-up once stalled this cell for ever).
+		{"kernel", "kernel", "quic", 1 << 20},
 	} {
 		prof := c.prof
 		t.Run(c.name, func(t *testing.T) {
@@ -119,7 +126,7 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				// Degree 10: at degree 6 (= Dhi) about one run in five
 				// leaves a node with a mesh of 1 or 2 for the whole 60 s
 				// mesh timeout; why is not known yet (noted on issue 5).
-				rec, err := Run(Config{Seed: 7, N: 20, Degree: 10, Payload: 256 << 10, Transport: c.transport, Profile: p, Gossip: g})
+				rec, err := Run(Config{Seed: 7, N: 20, Degree: 10, Payload: c.payload, Transport: c.transport, Profile: p, Gossip: g})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,7 +142,7 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				if *rec.P50S <= 0 || *rec.P50S > *rec.P99S || *rec.P99S > *rec.LastS {
 					t.Fatalf("quantiles out of order: %v %v %v", *rec.P50S, *rec.P99S, *rec.LastS)
 				}
-				if rec.PubBytes < 256<<10 {
+				if rec.PubBytes < uint64(c.payload) {
 					t.Fatalf("publisher sent %d bytes, less than one payload", rec.PubBytes)
 				}
 				t.Logf("%s: p50 %.3f p99 %.3f last %.3f dups %d idw %d pub %d wall %.1fs phases %+v",
