@@ -294,6 +294,9 @@ func (p *Plan) Compare(records map[string]*cell.Record) []Row {
 					continue
 				}
 				v, _ := RecordStat(r.Statistic, rec)
+				if !v.Censored {
+					v.V *= recordScale(r.Statistic, r.Unit)
+				}
 				row.PerSeed = append(row.PerSeed, v)
 			}
 			if len(row.PerSeed) > 0 {
@@ -313,6 +316,18 @@ func (p *Plan) Compare(records map[string]*cell.Record) []Row {
 		return cmp.Compare(a.Ref.Statistic, b.Ref.Statistic)
 	})
 	return out
+}
+
+// recordScale converts a record's statistic into the reference row's
+// unit: records hold times in seconds, and some tables print milliseconds.
+func recordScale(stat, unit string) float64 {
+	switch stat {
+	case "p50", "p90", "p99", "last":
+		if unit == "ms" {
+			return 1000
+		}
+	}
+	return 1
 }
 
 // Rankings compares, per column and statistic, the order of the arms by

@@ -125,3 +125,37 @@ func TestPlanCompare(t *testing.T) {
 		t.Fatalf("rankings: %+v", rk)
 	}
 }
+
+// TestCompareMilliseconds: section 10's tables print milliseconds, the
+// records seconds. A-tuned under the harness at 100 nodes is 681 ms at p50;
+// records of 0.70, 0.75, 0.80 s give a median of 750 ms, +10.1 %, with 681
+// outside 700..800.
+func TestCompareMilliseconds(t *testing.T) {
+	p, err := PlanTable("s10_fqcodel_vs_harness", PlanOptions{Seeds: []uint64{7, 8, 9}, Arms: []string{"atuned"}, Backends: []string{"twin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]*cell.Record{}
+	for _, c := range p.Cells {
+		for i, cfg := range c.Configs {
+			v := []float64{0.70, 0.75, 0.80}[i]
+			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: &v, P99S: &v}
+		}
+	}
+	seen := 0
+	for _, r := range p.Compare(records) {
+		if r.Ref.Statistic != "p50" {
+			continue
+		}
+		seen++
+		if r.Ref.Unit != "ms" || r.Ref.Value != 681 {
+			t.Fatalf("reference %v %s; want 681 ms", r.Ref.Value, r.Ref.Unit)
+		}
+		if math.Abs(r.Median.V-750) > 1e-9 || math.Abs(r.Diff.V-100*(750-681)/681.0) > 1e-9 || r.Within {
+			t.Fatalf("median %v, diff %v, within %v; want 750 ms, +10.1 %%, outside", r.Median, r.Diff, r.Within)
+		}
+	}
+	if seen != 1 {
+		t.Fatalf("%d p50 rows, want 1", seen)
+	}
+}

@@ -184,8 +184,9 @@ func bars(path string, p *Plan, records map[string]*cell.Record) error {
 				}
 				for _, r := range c.Rows {
 					if r.Statistic == "p99" && r.Measure == "value" {
-						refs = append(refs, plotter.XY{X: x, Y: r.Value})
-						top = max(top, r.Value)
+						v := r.Value / recordScale(r.Statistic, r.Unit) // in seconds
+						refs = append(refs, plotter.XY{X: x, Y: v})
+						top = max(top, v)
 					}
 				}
 			}

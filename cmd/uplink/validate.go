@@ -34,6 +34,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fresh := fs.Bool("fresh", false, "ignore the records already in --cache (they stay in the file)")
 	anyVersion := fs.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
 	dryRun := fs.Bool("dry-run", false, "print what would run and exit")
+	cachedOnly := fs.Bool("cached-only", false, "run nothing: compare the records already in --cache (a cell with none prints as not run), e.g. while a long replay is still going")
 	reportDir := fs.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
 	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
 	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value (as uplink run)")
@@ -101,6 +102,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	runner := func(cfgs []cell.Config, records map[string]*cell.Record) error {
+		if *cachedOnly {
+			return nil
+		}
 		return runMissing(cfgs, records, *cache, *jobs, *setupProcs, env, stderr)
 	}
 	if *study != "" {
