@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,21 @@ func TestValidateReplay(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(reportDir, f)); err != nil || st.Size() < 100 {
 			t.Errorf("report file %s: %v", f, err)
 		}
+	}
+	// --cached-only with an arm the cache lacks: nothing runs, the two
+	// cached arms compare as before, the third prints as not run.
+	stdout.Reset()
+	stderr.Reset()
+	only := append(slices.Clone(args), "--cached-only")
+	only[slices.Index(only, "wholend,atuned")] = "wholend,atuned,bfixed"
+	cmd = exec.Command(bin, only...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("uplink validate --cached-only: %v\n%s", err, stderr.String())
+	}
+	notRun := regexp.MustCompile(`(?m)^\s*bfixed\s+harness quic fq_codel\s+p(50|99)\s+\S+ s\s+-\s+-\s+0/1\s+-\s+not run\s*$`)
+	if strings.Contains(stderr.String(), "done 1/") || len(row.FindAllString(stdout.String(), -1)) != 4 || len(notRun.FindAllString(stdout.String(), -1)) != 2 {
+		t.Fatalf("--cached-only ran a cell or misprinted:\n%s\n%s", stdout.String(), stderr.String())
 	}
 }
 
