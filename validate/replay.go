@@ -18,9 +18,13 @@ import (
 // Which rows replay: the rows whose measure is "value" and whose statistic
 // is one a cell record carries (p50, p90, p99, last, rate_3s), about one
 // arm, one backend, one transport, one queue, one scenario and one
-// condition. The others (differences, ratios, bounds, host CPU, rows about
-// several arms or scenarios) stay in the table as context and are listed
-// as not replayed, with the reason.
+// condition. A difference between two columns of one arm (diff_pct, with
+// its printed range as diff_min and diff_max; the column it is taken
+// against in the reference field) replays from uplink's two cells: paired
+// per seed when the table's note says the per-seed difference, otherwise
+// as the difference of the medians. The others (ratios, bounds, host CPU,
+// rows about several arms or scenarios) stay in the table as context and
+// are listed as not replayed, with the reason.
 //
 // How a row maps onto a cell (every choice here is the report's, section 2
 // and Appendix C, or says where it is ours):
@@ -77,6 +81,7 @@ type Skip struct {
 type Plan struct {
 	Table   string
 	Cells   []*ReplayCell
+	Diffs   []*DiffRow // differences between two columns, replayed from both cells
 	Skipped []Skip
 	// Shrunk is set when the options changed the cells' size or seeds.
 	Shrunk bool
@@ -101,6 +106,22 @@ var recordStats = map[string]func(*cell.Record) Value{
 	"p99":     func(r *cell.Record) Value { return ptrValue(r.P99S) },
 	"last":    func(r *cell.Record) Value { return ptrValue(r.LastS) },
 	"rate_3s": func(r *cell.Record) Value { return Known(100 * float64(r.RateK) / float64(max(r.RateN, 1))) },
+}
+
+// diffStats are the statistics a difference between columns can be
+// replayed for: recordStats and the bytes a receiver takes in.
+var diffStats = map[string]func(*cell.Record) Value{
+	"rx_node_bytes": func(r *cell.Record) Value { return Known(r.RxNodeBytes) },
+}
+
+func diffStat(stat string, r *cell.Record) (Value, bool) {
+	if f, ok := recordStats[stat]; ok {
+		return f(r), true
+	}
+	if f, ok := diffStats[stat]; ok {
+		return f(r), true
+	}
+	return Value{}, false
 }
 
 func ptrValue(v *float64) Value {
@@ -140,10 +161,72 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 	}
 	p := &Plan{Table: name, Shrunk: o.N != 0 || o.Seeds != nil}
 	byKey := map[string]*ReplayCell{}
+	cellOf := func(arm arms.Arm, col Column, r RefRow) (*ReplayCell, error) {
+		n, seeds := r.N, seedsOf(r.Seeds)
+		if o.N != 0 {
+			n = o.N
+		}
+		if o.Seeds != nil {
+			seeds = o.Seeds
+		}
+		key := fmt.Sprint(arm.Name, col, n, r.PayloadBytes, seeds)
+		if c := byKey[key]; c != nil {
+			return c, nil
+		}
+		c := &ReplayCell{Arm: arm, Column: col, N: n, Payload: int(r.PayloadBytes), Seeds: seeds}
+		for _, s := range seeds {
+			cfg, err := configFor(o.Base, arm, col, n, int(r.PayloadBytes), s)
+			if err != nil {
+				return nil, fmt.Errorf("replay %s, %s line %d: %w", name, r.File, r.Line, err)
+			}
+			c.Configs = append(c.Configs, cfg)
+		}
+		byKey[key] = c
+		p.Cells = append(p.Cells, c)
+		return c, nil
+	}
+	diffs := map[string]*DiffRow{}
+	for _, r := range rows {
+		if r.Measure != "diff_pct" && r.Measure != "diff_min" && r.Measure != "diff_max" {
+			continue
+		}
+		d, reason := planDiff(r, o, want)
+		if d == nil && reason == "" {
+			continue // another arm or backend than asked for
+		}
+		if reason != "" {
+			p.Skipped = append(p.Skipped, Skip{Row: r, Reason: reason})
+			continue
+		}
+		k := fmt.Sprint(r.ArmPublished, d.col, d.base, r.Statistic, r.N, r.PayloadBytes, r.Seeds.List)
+		dr := diffs[k]
+		if dr == nil {
+			dr = &DiffRow{Paired: strings.Contains(r.Note, "per-seed difference")}
+			var err error
+			if dr.Cell, err = cellOf(d.arm, d.col, r); err != nil {
+				return nil, err
+			}
+			if dr.Base, err = cellOf(d.arm, d.base, r); err != nil {
+				return nil, err
+			}
+			diffs[k] = dr
+			p.Diffs = append(p.Diffs, dr)
+		}
+		switch r.Measure {
+		case "diff_pct":
+			dr.Ref = r
+		case "diff_min":
+			dr.Lo = &r
+		case "diff_max":
+			dr.Hi = &r
+		}
+	}
 	for _, r := range rows {
 		reason := ""
 		var arm arms.Arm
 		switch {
+		case r.Measure == "diff_pct" || r.Measure == "diff_min" || r.Measure == "diff_max":
+			continue // planned above
 		case r.Measure != "value":
 			reason = "a " + r.Measure + " (context, not a cell's value)"
 		case recordStats[r.Statistic] == nil:
@@ -169,34 +252,146 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 			continue
 		}
 		col := Column{r.Backend, r.Transport, r.Queue, r.Scenario, r.Condition}
-		n, seeds := r.N, seedsOf(r.Seeds)
-		if o.N != 0 {
-			n = o.N
-		}
-		if o.Seeds != nil {
-			seeds = o.Seeds
-		}
-		if len(seeds) == 0 {
+		if o.Seeds == nil && len(r.Seeds.List) == 0 {
 			p.Skipped = append(p.Skipped, Skip{Row: r, Reason: "the report does not name its seeds; give --seeds"})
 			continue
 		}
-		key := fmt.Sprint(arm.Name, col, n, r.PayloadBytes, seeds)
-		c := byKey[key]
-		if c == nil {
-			c = &ReplayCell{Arm: arm, Column: col, N: n, Payload: int(r.PayloadBytes), Seeds: seeds}
-			for _, s := range seeds {
-				cfg, err := configFor(o.Base, arm, col, n, int(r.PayloadBytes), s)
-				if err != nil {
-					return nil, fmt.Errorf("replay %s, %s line %d: %w", name, r.File, r.Line, err)
-				}
-				c.Configs = append(c.Configs, cfg)
-			}
-			byKey[key] = c
-			p.Cells = append(p.Cells, c)
+		c, err := cellOf(arm, col, r)
+		if err != nil {
+			return nil, err
 		}
 		c.Rows = append(c.Rows, r)
 	}
+	for k, d := range diffs {
+		if d.Ref.Measure == "" { // a range without its difference
+			p.Diffs = slices.DeleteFunc(p.Diffs, func(x *DiffRow) bool { return x == d })
+			delete(diffs, k)
+		}
+	}
 	return p, nil
+}
+
+// DiffRow is a table's difference between two columns of one arm (for
+// example "real stack vs harness, p50: +25% [−13 to +53%]"), replayed
+// from uplink's two cells: Paired rows are the median across seeds of the
+// per-seed difference (section 10's statistic), the others the difference
+// of the two medians (Appendix D's).
+type DiffRow struct {
+	Ref    RefRow  // the diff_pct row
+	Lo, Hi *RefRow // its printed range (diff_min, diff_max), if any
+	Paired bool
+	Cell   *ReplayCell // the column the difference is of
+	Base   *ReplayCell // the column it is taken against
+}
+
+type plannedDiff struct {
+	arm       arms.Arm
+	col, base Column
+}
+
+// planDiff reads a difference row: its arm, its column and the column in
+// its reference field ("backend/transport/queue[/condition]"). It returns
+// nil and no reason for a row the options leave out.
+func planDiff(r RefRow, o PlanOptions, want []arms.Arm) (*plannedDiff, string) {
+	switch {
+	case strings.Contains(r.Reference, ";") || strings.Contains(r.ArmPublished, ";") || strings.Contains(r.Backend, ";") ||
+		strings.Contains(r.Transport, ";") || strings.Contains(r.Queue, ";") || strings.Contains(r.Scenario, ";") || strings.Contains(r.Condition, ";"):
+		return nil, "a difference about several cells"
+	case recordStats[r.Statistic] == nil && diffStats[r.Statistic] == nil:
+		return nil, "statistic " + r.Statistic + " is not in a cell record"
+	case r.Condition != "cold" && r.Condition != "warm":
+		return nil, "condition " + r.Condition + " has no knob yet"
+	case o.Seeds == nil && len(r.Seeds.List) == 0:
+		return nil, "the report does not name its seeds; give --seeds"
+	}
+	parts := strings.Split(r.Reference, "/")
+	if len(parts) < 3 || len(parts) > 4 {
+		return nil, "reference " + r.Reference + " does not name one column"
+	}
+	base := Column{parts[0], parts[1], parts[2], r.Scenario, r.Condition}
+	if len(parts) == 4 {
+		base.Condition = parts[3]
+	}
+	arm, err := arms.LookupArm(r.ArmPublished)
+	if err != nil {
+		return nil, "arm " + r.ArmPublished + " is not in the catalogue"
+	}
+	if len(want) > 0 && !slices.ContainsFunc(want, func(a arms.Arm) bool { return a.Name == arm.Name }) {
+		return nil, ""
+	}
+	if len(o.Backends) > 0 && (!slices.Contains(o.Backends, r.Backend) || !slices.Contains(o.Backends, base.Backend)) {
+		return nil, "" // a difference needs both its columns selected
+	}
+	col := Column{r.Backend, r.Transport, r.Queue, r.Scenario, r.Condition}
+	if _, err := profileFor(col.Backend); err != nil {
+		return nil, err.Error()
+	}
+	if _, err := profileFor(base.Backend); err != nil {
+		return nil, err.Error()
+	}
+	return &plannedDiff{arm: arm, col: col, base: base}, ""
+}
+
+// DiffResult is a replayed difference beside the reference.
+type DiffResult struct {
+	Row     *DiffRow
+	Seeds   int   // seeds with a record on both sides
+	Value   Value // uplink's difference by the row's statistic (paired or of the medians), percent
+	Paired  Paired
+	Within  bool // the reference difference lies in uplink's per-seed range
+	Missing bool // some seed lacks a record on one side
+}
+
+// CompareDiffs replays the plan's differences from the records. Seeds with
+// a record on both sides are paired; the verdict reads "within" when the
+// reference difference lies in the range of uplink's per-seed differences.
+func (p *Plan) CompareDiffs(records map[string]*cell.Record) []DiffResult {
+	var out []DiffResult
+	for _, d := range p.Diffs {
+		res := DiffResult{Row: d}
+		cand, ref := map[int]Value{}, map[int]Value{}
+		var cv, rv []Value
+		for i, cfg := range d.Cell.Configs {
+			rc := records[cfg.Key()]
+			var rb *cell.Record
+			if i < len(d.Base.Configs) {
+				rb = records[d.Base.Configs[i].Key()]
+			}
+			if rc == nil || rb == nil {
+				res.Missing = true
+				continue
+			}
+			a, _ := diffStat(d.Ref.Statistic, rc)
+			b, _ := diffStat(d.Ref.Statistic, rb)
+			cand[int(cfg.Seed)], ref[int(cfg.Seed)] = a, b
+			cv, rv = append(cv, a), append(rv, b)
+		}
+		res.Seeds = len(cand)
+		if res.Seeds > 0 {
+			var err error
+			if res.Paired, err = PairedDiff(cand, ref); err == nil {
+				res.Within = res.Paired.Spread.Contains(Known(d.Ref.Value))
+			}
+			if d.Paired {
+				res.Value = res.Paired.Median
+			} else {
+				mc, _ := Median(cv)
+				mr, _ := Median(rv)
+				res.Value, _ = DiffPct(mc, mr)
+			}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// RefText prints the reference difference as the table does: "+25%
+// [−13 to +53%]", or "+25%" without a printed range.
+func (d *DiffRow) RefText() string {
+	if d.Lo == nil || d.Hi == nil {
+		return FormatDiff(Known(d.Ref.Value))
+	}
+	return FormatPaired(Paired{Median: Known(d.Ref.Value), Spread: Spread{Lo: Known(d.Lo.Value), Hi: Known(d.Hi.Value)}})
 }
 
 func seedsOf(s Seeds) []uint64 {

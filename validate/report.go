@@ -30,7 +30,7 @@ func WriteReport(dir string, p *Plan, records map[string]*cell.Record) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	rows := p.Compare(records)
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(markdown(p, rows)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(markdown(p, rows, records)), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	if err := bars(filepath.Join(dir, "bars.png"), p, records); err != nil {
@@ -67,7 +67,7 @@ func planArms(p *Plan) []string {
 	return out
 }
 
-func markdown(p *Plan, rows []Row) string {
+func markdown(p *Plan, rows []Row, records map[string]*cell.Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Replay of %s\n\n", p.Table)
 	if p.Shrunk {
@@ -88,6 +88,29 @@ func markdown(p *Plan, rows []Row) string {
 			r.Ref.ValueText, r.Ref.Unit, r.Median, r.Spread.Lo, r.Spread.Hi, len(r.PerSeed), len(r.Cell.Seeds), FormatDiff(r.Diff), verdict)
 	}
 	b.WriteString("\n" + VerdictRule + "\n")
+	if ds := p.CompareDiffs(records); len(ds) > 0 {
+		b.WriteString("\n## Differences between columns\n\n")
+		b.WriteString("Paired: the median across seeds of the per-seed difference (the seeds' range in brackets); otherwise the difference of the two medians. The verdict reads within when the reference difference lies in uplink's range of per-seed differences.\n\n")
+		b.WriteString("| arm | column | against | statistic | kind | reference | uplink | per-seed range | seeds | verdict |\n")
+		b.WriteString("| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n")
+		for _, d := range ds {
+			r := d.Row
+			kind := "of medians"
+			if r.Paired {
+				kind = "paired"
+			}
+			if d.Seeds == 0 {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | not run | | 0/%d | |\n", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, kind, r.RefText(), len(r.Cell.Seeds))
+				continue
+			}
+			verdict := "outside"
+			if d.Within {
+				verdict = "within"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s to %s | %d/%d | %s |\n", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, kind,
+				r.RefText(), FormatDiff(d.Value), FormatDiff(d.Paired.Lo), FormatDiff(d.Paired.Hi), d.Seeds, len(r.Cell.Seeds), verdict)
+		}
+	}
 	if lines := RankingLines(rows); len(lines) > 0 {
 		b.WriteString("\n## Ranking of the arms, reference against uplink\n\n")
 		for _, l := range lines {

@@ -13,7 +13,7 @@ import (
 // WriteReport from synthetic records: the Markdown table holds every
 // replayed row with its verdict, and the figures are PNG images.
 func TestWriteReport(t *testing.T) {
-	p, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7, 8}, Arms: []string{"wholend", "atuned", "c32"}, Backends: []string{"shadow"}})
+	p, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7, 8}, Arms: []string{"wholend", "atuned", "c32"}, Backends: []string{"shadow", "twin"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,6 +22,9 @@ func TestWriteReport(t *testing.T) {
 	for _, c := range p.Cells {
 		for i, cfg := range c.Configs {
 			base := map[string]float64{"wholend": 3.2, "atuned": 0.8, "c32": 0.7}[c.Arm.Published] + 0.1*float64(i)
+			if c.Column.Backend == "twin" { // the base of Shadow QUIC's differences: 25 % slower
+				base *= 1.25
+			}
 			r := &cell.Record{Key: cfg.Key(), P50S: f(base), P99S: f(base * 1.3)}
 			for n := range 10 {
 				r.Nodes = append(r.Nodes, cell.NodeRow{Index: n, TimeS: f(base * (0.5 + 0.1*float64(n)))})
@@ -37,9 +40,13 @@ func TestWriteReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 3 arms × 2 transports × 2 statistics.
-	if n := strings.Count(string(md), "| shadow "); n != 12 {
-		t.Fatalf("report.md has %d rows, want 12:\n%s", n, md)
+	// 3 arms × 2 transports × 2 statistics, and 3 arms × 2 statistics of
+	// Shadow QUIC against the twin (1/1.25 − 1 = −20 %).
+	if n := strings.Count(string(md), "| shadow "); n != 18 {
+		t.Fatalf("report.md has %d rows, want 18:\n%s", n, md)
+	}
+	if !strings.Contains(string(md), "| wholend | shadow quic fifo | twin quic fq_codel | p50 | of medians | −34% | −20% |") {
+		t.Fatalf("report.md lacks the whole message's difference from the twin:\n%s", md)
 	}
 	if !strings.Contains(string(md), "| wholend | shadow quic fifo | p50 | 3.22 s | 3.25 |") {
 		t.Fatalf("report.md lacks the whole message's p50 row:\n%s", md)

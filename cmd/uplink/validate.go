@@ -29,7 +29,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	seedsS := fs.String("seeds", "", "replace the table's seeds: 7, 7-16 or 7,9,11")
 	nodes := fs.Int("nodes", 0, "replace the table's node count (a shrunk replay is indicative only)")
 	armsS := fs.String("arm", "", "only these arms, comma-separated (any catalogue name)")
-	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux")
+	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux (a difference between two columns is replayed when both are selected)")
 	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
 	fresh := fs.Bool("fresh", false, "ignore the records already in --cache (they stay in the file)")
 	anyVersion := fs.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
@@ -279,6 +279,7 @@ func printComparison(w io.Writer, p *validate.Plan, records map[string]*cell.Rec
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nverdict "+validate.VerdictRule)
+	printDiffs(w, p.CompareDiffs(records))
 	if lines := validate.RankingLines(rows); len(lines) > 0 {
 		fmt.Fprintln(w, "\nranking of the arms, reference against uplink:")
 		for _, l := range lines {
@@ -286,6 +287,40 @@ func printComparison(w io.Writer, p *validate.Plan, records map[string]*cell.Rec
 		}
 	}
 	printSkipped(w, p)
+}
+
+// printDiffs prints the table's differences between columns beside
+// uplink's, from the same pairs of cells.
+func printDiffs(w io.Writer, ds []validate.DiffResult) {
+	if len(ds) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ndifferences between columns (paired: the median of the per-seed differences; else the difference of the medians):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "arm\tcolumn\tagainst\tstat\tkind\treference\tuplink\tper-seed range\tseeds\tverdict\t")
+	for _, d := range ds {
+		r := d.Row
+		kind := "of medians"
+		if r.Paired {
+			kind = "paired"
+		}
+		lead := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, kind, r.RefText())
+		if d.Seeds == 0 {
+			fmt.Fprintf(tw, "%s-\t-\t0/%d\tnot run\t\n", lead, len(r.Cell.Seeds))
+			continue
+		}
+		verdict := "outside"
+		if d.Within {
+			verdict = "within"
+		}
+		if d.Missing {
+			verdict += " (partial)"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s..%s\t%d/%d\t%s\t\n", lead, validate.FormatDiff(d.Value),
+			validate.FormatDiff(d.Paired.Lo), validate.FormatDiff(d.Paired.Hi), d.Seeds, len(r.Cell.Seeds), verdict)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "verdict: within when the reference difference lies in the range of uplink's per-seed differences.")
 }
 
 // fmtValue prints an uplink value at about the reports' precision.
