@@ -229,7 +229,12 @@ func printPlan(w io.Writer, p *validate.Plan, records map[string]*cell.Record) {
 		for _, r := range c.Rows {
 			stats = append(stats, r.Statistic)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Arm.Published, c.Column, c.N, c.Payload, len(c.Seeds), cached, strings.Join(stats, " "))
+		for _, d := range p.Diffs {
+			if d.Cell == c {
+				stats = append(stats, d.Ref.Statistic+" vs "+d.Base.Column.Backend)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Arm.Published, c.Column, c.N, c.Payload, len(c.Seeds), cached, strings.Join(stats, ", "))
 	}
 	tw.Flush()
 	printSkipped(w, p)
