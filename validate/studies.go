@@ -42,6 +42,18 @@ type Study struct {
 	Seeds    []uint64
 	Variants []Variant
 	Note     string // what the study cannot vary here, and why
+	// Stat is the statistic the per-seed comparison with the baseline
+	// and the reading use: p50 (the default) or p99, for a question about
+	// the tail.
+	Stat string
+}
+
+// CompareStat is the statistic the study compares variants by.
+func (s Study) CompareStat() string {
+	if s.Stat == "" {
+		return "p50"
+	}
+	return s.Stat
 }
 
 func seeds(lo, hi uint64) []uint64 {
@@ -76,7 +88,7 @@ func Studies() []Study {
 		{
 			Name:     "b-tail",
 			Question: "Is B's QUIC tail the send buffer, or B's adaptive request timeout waiting on a slow server?",
-			Arms:     []string{"bfixed", "bcodedfc1"}, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Arms:     []string{"bfixed", "bcodedfc1"}, N: 500, Payload: mib, Seeds: seeds(7, 16), Stat: "p99",
 			Variants: []Variant{
 				{Label: "shadow QUIC, 2 × 7 MiB buffers", Profile: "shadow"},
 				{Label: "shadow QUIC, buffers capped at 32 KiB (64 KiB stored)", Profile: "shadow", Knobs: map[string]string{"sockbuf-max": "32768"}},
@@ -237,15 +249,20 @@ type StudyRow struct {
 	P50Range     Spread
 	Dups, RxNode float64 // medians across seeds
 	QueueDrops   float64 // median across seeds of queue drops, all nodes
-	// VsBase is the median of the per-seed p50 differences from the
-	// baseline variant in percent, with the seeds' range; unset for the
-	// baseline.
+	// VsBase is the median of the per-seed differences of the study's
+	// statistic (CompareStat) from the baseline variant in percent, with
+	// the seeds' range; unset for the baseline.
 	VsBase *Paired
 }
 
 // Table computes the study's table from records (by Config.Key).
 func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []StudyRow {
-	base := map[string]map[int]Value{} // arm: seed: p50, for variant 0
+	base := map[string]map[int]Value{} // arm: seed: the compared statistic, for variant 0
+	byStat := ptrValue
+	stat := func(r *cell.Record) *float64 { return r.P50S }
+	if s.CompareStat() == "p99" {
+		stat = func(r *cell.Record) *float64 { return r.P99S }
+	}
 	var out []StudyRow
 	for _, c := range cells {
 		row := StudyRow{Variant: s.Variants[c.Variant].Label, Arm: c.Arm.Published}
@@ -260,7 +277,7 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			v := ptrValue(r.P50S)
 			p50 = append(p50, v)
 			p99 = append(p99, ptrValue(r.P99S))
-			bySeed[int(c.Seeds[i])] = v
+			bySeed[int(c.Seeds[i])] = byStat(stat(r))
 			dups = append(dups, float64(r.Dups))
 			rx = append(rx, r.RxNodeBytes)
 			drops = append(drops, float64(r.Drops["queue"]))
@@ -294,11 +311,13 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 }
 
 // Reading is the study's result in words, computed from its table: per
-// arm and variant, whether the change moved the median p50 beyond the
-// seeds' spread (every seed's difference on the same side of zero) or not.
+// arm and variant, whether the change moved the compared statistic (p50,
+// or the tail's p99) beyond the seeds' spread (every seed's difference on
+// the same side of zero) or not.
 func (s Study) Reading(rows []StudyRow) string {
 	var b strings.Builder
 	moved, within, missing, single := 0, 0, 0, 0
+	st := s.CompareStat()
 	var parts []string
 	for _, r := range rows {
 		if r.VsBase == nil {
@@ -313,10 +332,10 @@ func (s Study) Reading(rows []StudyRow) string {
 			parts = append(parts, fmt.Sprintf("%s under %q: censored seeds, no conclusion", r.Arm, r.Variant))
 		case len(p.PerSeed) < 2:
 			single++
-			parts = append(parts, fmt.Sprintf("%s under %q: p50 %s on its one seed", r.Arm, r.Variant, FormatDiff(p.Median)))
+			parts = append(parts, fmt.Sprintf("%s under %q: %s %s on its one seed", r.Arm, r.Variant, st, FormatDiff(p.Median)))
 		case (p.Lo.V > 0 && p.Hi.V > 0) || (p.Lo.V < 0 && p.Hi.V < 0):
 			moved++
-			parts = append(parts, fmt.Sprintf("%s under %q: p50 %s [%s, %s] on every seed", r.Arm, r.Variant,
+			parts = append(parts, fmt.Sprintf("%s under %q: %s %s [%s, %s] on every seed", r.Arm, r.Variant, st,
 				FormatDiff(p.Median), FormatDiff(p.Lo), FormatDiff(p.Hi)))
 		default:
 			within++

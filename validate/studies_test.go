@@ -71,3 +71,37 @@ func TestStudyTableReading(t *testing.T) {
 		t.Fatalf("reading: %s", r)
 	}
 }
+
+// A study about the tail compares p99: b-tail's variant 1 has the
+// baseline's p50 but a p99 20 % higher on both seeds, so the reading says
+// p99 +20 % on every seed.
+func TestStudyComparesItsStatistic(t *testing.T) {
+	s, _ := LookupStudy("b-tail")
+	if s.CompareStat() != "p99" {
+		t.Fatalf("b-tail compares %s, want p99", s.CompareStat())
+	}
+	s.Variants = s.Variants[:2]
+	s.Arms = s.Arms[:1]
+	cells, err := s.Cells(20, []uint64{7, 8}, cell.Config{Gossip: cell.StudyGossip()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) *float64 { return &v }
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			p99 := []float64{1.0, 1.5}[i] * []float64{1, 1.2}[c.Variant]
+			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: f(0.5), P99S: f(p99)}
+		}
+	}
+	rows := s.Table(cells, records)
+	if len(rows) != 2 || rows[1].VsBase == nil {
+		t.Fatalf("rows %+v", rows)
+	}
+	if d := rows[1].VsBase.Median.V; d < 19.999 || d > 20.001 {
+		t.Fatalf("variant 1 vs baseline %v %%, want +20 (p99)", d)
+	}
+	if r := s.Reading(rows); !strings.Contains(r, "p99 +20% [+20%, +20%] on every seed") {
+		t.Fatalf("reading: %s", r)
+	}
+}

@@ -399,7 +399,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	runErr := run(todo, records)
 	rows := st.Table(cells, records)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tvs baseline (p50, per seed)\tdups\trx/node\tqueue drops\t")
+	fmt.Fprintf(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tvs baseline (%s, per seed)\tdups\trx/node\tqueue drops\t\n", st.CompareStat())
 	for _, r := range rows {
 		if r.Seeds == 0 {
 			fmt.Fprintf(tw, "%s\t%s\t0\t-\t-\t-\tnot run\t-\t-\t-\t\n", r.Variant, r.Arm)
