@@ -148,8 +148,8 @@ func median(x []float64) float64 {
 }
 
 // TestVariantBStrike: a third of the nodes never answer a claim. Claims
-// to them time out and strike them, the claimers turn to other holders,
-// and every receiver still completes with the whole payload. The timeout
+// to them time out and strike them (B tuned), the claimers turn to other
+// holders, and every receiver still completes with the whole payload. The timeout
 // follows the response times (16 × their mean), so a claim to a silent
 // peer can wait seconds: the window is 20 s.
 func TestVariantBStrike(t *testing.T) {
@@ -165,7 +165,11 @@ func TestVariantBStrike(t *testing.T) {
 				if rec.Completed != 29 || rec.Verified != 29 {
 					t.Fatalf("with silent peers %d of 29 completed, %d verified", rec.Completed, rec.Verified)
 				}
-				if rec.BTimeouts == 0 || rec.BStrikes == 0 {
+				// Coded B completes from any K parts and may finish before it
+				// claims from a silent peer (seen once in about twenty runs),
+				// so the strike is required of B tuned only, which needs
+				// every part.
+				if name == "bfixed_32k" && (rec.BTimeouts == 0 || rec.BStrikes == 0) {
 					t.Fatalf("no claim timed out (%d claims, %d timeouts, %d strikes): the silent peers were never claimed from", rec.BClaims, rec.BTimeouts, rec.BStrikes)
 				}
 				t.Logf("%s: p50 %.3f p99 %.3f claims %d timeouts %d strikes %d", name, *rec.P50S, *rec.P99S, rec.BClaims, rec.BTimeouts, rec.BStrikes)
