@@ -258,11 +258,6 @@ type StudyRow struct {
 // Table computes the study's table from records (by Config.Key).
 func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []StudyRow {
 	base := map[string]map[int]Value{} // arm: seed: the compared statistic, for variant 0
-	byStat := ptrValue
-	stat := func(r *cell.Record) *float64 { return r.P50S }
-	if s.CompareStat() == "p99" {
-		stat = func(r *cell.Record) *float64 { return r.P99S }
-	}
 	var out []StudyRow
 	for _, c := range cells {
 		row := StudyRow{Variant: s.Variants[c.Variant].Label, Arm: c.Arm.Published}
@@ -277,7 +272,7 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			v := ptrValue(r.P50S)
 			p50 = append(p50, v)
 			p99 = append(p99, ptrValue(r.P99S))
-			bySeed[int(c.Seeds[i])] = byStat(stat(r))
+			bySeed[int(c.Seeds[i])], _ = RecordStat(s.CompareStat(), r)
 			dups = append(dups, float64(r.Dups))
 			rx = append(rx, r.RxNodeBytes)
 			drops = append(drops, float64(r.Drops["queue"]))
