@@ -385,6 +385,27 @@ func (p *Plan) CompareDiffs(records map[string]*cell.Record) []DiffResult {
 	return out
 }
 
+// Kind names the row's statistic: "paired" or "of medians".
+func (d *DiffRow) Kind() string {
+	if d.Paired {
+		return "paired"
+	}
+	return "of medians"
+}
+
+// Verdict is "within" or "outside", with " (partial)" when some seed
+// lacks a record on one side.
+func (r DiffResult) Verdict() string {
+	v := "outside"
+	if r.Within {
+		v = "within"
+	}
+	if r.Missing {
+		v += " (partial)"
+	}
+	return v
+}
+
 // RefText prints the reference difference as the table does: "+25%
 // [−13 to +53%]", or "+25%" without a printed range.
 func (d *DiffRow) RefText() string {

@@ -95,20 +95,12 @@ func markdown(p *Plan, rows []Row, records map[string]*cell.Record) string {
 		b.WriteString("| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n")
 		for _, d := range ds {
 			r := d.Row
-			kind := "of medians"
-			if r.Paired {
-				kind = "paired"
-			}
 			if d.Seeds == 0 {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | not run | | 0/%d | |\n", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, kind, r.RefText(), len(r.Cell.Seeds))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | not run | | 0/%d | |\n", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, r.Kind(), r.RefText(), len(r.Cell.Seeds))
 				continue
 			}
-			verdict := "outside"
-			if d.Within {
-				verdict = "within"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s to %s | %d/%d | %s |\n", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, kind,
-				r.RefText(), FormatDiff(d.Value), FormatDiff(d.Paired.Lo), FormatDiff(d.Paired.Hi), d.Seeds, len(r.Cell.Seeds), verdict)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s to %s | %d/%d | %s |\n", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, r.Kind(),
+				r.RefText(), FormatDiff(d.Value), FormatDiff(d.Paired.Lo), FormatDiff(d.Paired.Hi), d.Seeds, len(r.Cell.Seeds), d.Verdict())
 		}
 	}
 	if lines := RankingLines(rows); len(lines) > 0 {

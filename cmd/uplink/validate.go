@@ -305,24 +305,13 @@ func printDiffs(w io.Writer, ds []validate.DiffResult) {
 	fmt.Fprintln(tw, "arm\tcolumn\tagainst\tstat\tkind\treference\tuplink\tper-seed range\tseeds\tverdict\t")
 	for _, d := range ds {
 		r := d.Row
-		kind := "of medians"
-		if r.Paired {
-			kind = "paired"
-		}
-		lead := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, kind, r.RefText())
+		lead := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t", r.Cell.Arm.Published, r.Cell.Column, r.Base.Column, r.Ref.Statistic, r.Kind(), r.RefText())
 		if d.Seeds == 0 {
 			fmt.Fprintf(tw, "%s-\t-\t0/%d\tnot run\t\n", lead, len(r.Cell.Seeds))
 			continue
 		}
-		verdict := "outside"
-		if d.Within {
-			verdict = "within"
-		}
-		if d.Missing {
-			verdict += " (partial)"
-		}
 		fmt.Fprintf(tw, "%s%s\t%s..%s\t%d/%d\t%s\t\n", lead, validate.FormatDiff(d.Value),
-			validate.FormatDiff(d.Paired.Lo), validate.FormatDiff(d.Paired.Hi), d.Seeds, len(r.Cell.Seeds), verdict)
+			validate.FormatDiff(d.Paired.Lo), validate.FormatDiff(d.Paired.Hi), d.Seeds, len(r.Cell.Seeds), d.Verdict())
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "verdict: within when the reference difference lies in the range of uplink's per-seed differences.")
