@@ -90,19 +90,31 @@ func TestReadDeadlineAndClose(t *testing.T) {
 	})
 }
 
+// blockingPair returns a blocking sender with a 5 000-byte send buffer
+// (2 500 requested) on node 0, behind an 8 Mbit/s uplink (1 byte/µs) and
+// 1 ms of latency, and a receiver with a 2 MiB buffer on node 1; both close
+// and the core stops when the test ends. Call inside the bubble.
+func blockingPair(t *testing.T) (a, b *Conn) {
+	t.Helper()
+	st, stop := stack(t, des.Millisecond, netmodel.OneMTUBurst(8e6))
+	a, _ = st.Listen(0, 1, netmodel.BlockWhenFull)
+	b, _ = st.Listen(1, 1, netmodel.NeverBlock)
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+		stop()
+	})
+	a.SetWriteBuffer(2500)
+	b.SetReadBuffer(1 << 20)
+	return a, b
+}
+
 // TestBlockingWrites: with a 5 000-byte send buffer (2 500 requested) on an
 // 8 Mbit/s uplink (1 byte/µs), the sixth 1 000-byte datagram waits until
 // the first has left the shaper at 1 ms; the tenth at 5 ms.
 func TestBlockingWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, stop := stack(t, des.Millisecond, netmodel.OneMTUBurst(8e6))
-		defer stop()
-		a, _ := st.Listen(0, 1, netmodel.BlockWhenFull)
-		b, _ := st.Listen(1, 1, netmodel.NeverBlock)
-		defer a.Close()
-		defer b.Close()
-		a.SetWriteBuffer(2500)
-		b.SetReadBuffer(1 << 20)
+		a, b := blockingPair(t)
 		start := time.Now()
 		payload := make([]byte, 1000-netmodel.IPv4Header-netmodel.UDPHeader)
 		var at []time.Duration
@@ -129,14 +141,7 @@ func TestBlockingWrites(t *testing.T) {
 // wake-up on, the writers that missed it waited forever.
 func TestBlockingWritersShareSocket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, stop := stack(t, des.Millisecond, netmodel.OneMTUBurst(8e6))
-		defer stop()
-		a, _ := st.Listen(0, 1, netmodel.BlockWhenFull)
-		b, _ := st.Listen(1, 1, netmodel.NeverBlock)
-		defer a.Close()
-		defer b.Close()
-		a.SetWriteBuffer(2500)
-		b.SetReadBuffer(1 << 20)
+		a, b := blockingPair(t)
 		start := time.Now()
 		payload := make([]byte, 1000-netmodel.IPv4Header-netmodel.UDPHeader)
 		const writers, each = 4, 10
