@@ -19,6 +19,9 @@ type Live struct {
 	done   chan struct{}
 	target Time // the instant the core sleeps towards; Never when idle
 	wakes  uint64
+	// quantum, when positive, rounds every wake-up of the core up to a
+	// multiple of it (see SetQuantum).
+	quantum Time
 }
 
 // NewLive wraps sim. It must be called inside the bubble: model instant 0
@@ -56,7 +59,7 @@ func (l *Live) Lock() Time {
 // (see Sim.Horizon) is earlier than the instant the core goroutine sleeps
 // towards, the core is poked.
 func (l *Live) Unlock() {
-	if next := l.sim.Horizon(); next < l.target {
+	if next := l.round(l.sim.Horizon()); next < l.target {
 		l.target = next
 		select {
 		case l.wake <- struct{}{}:
@@ -64,6 +67,28 @@ func (l *Live) Unlock() {
 		}
 	}
 	l.mu.Unlock()
+}
+
+// SetQuantum makes the core wake only at multiples of q (q ≤ 0: at the
+// exact horizon, the default). Model events still run in order at their
+// own instants, but real code sees their effects (a delivered packet, a
+// freed buffer) at the next multiple of q, up to q late. That is a fidelity
+// setting: it lets the goroutines of many nodes run in one virtual instant,
+// and so on several cores, at the cost of rounding every latency real code
+// observes up to the quantum. Call it with the lock held.
+func (l *Live) SetQuantum(q Time) {
+	l.quantum = max(q, 0)
+}
+
+// round returns t rounded up to the quantum.
+func (l *Live) round(t Time) Time {
+	if l.quantum <= 0 || t == Never {
+		return t
+	}
+	if r := t % l.quantum; r != 0 {
+		return t + l.quantum - r
+	}
+	return t
 }
 
 // Wakes is how often the core goroutine woke (a timer or a poke): the
@@ -95,7 +120,7 @@ func (l *Live) loop() {
 		l.wakes++
 		now := l.Now()
 		l.sim.RunUntil(now)
-		next := l.sim.Horizon()
+		next := l.round(l.sim.Horizon())
 		l.target = next
 		l.mu.Unlock()
 		if next == Never {

@@ -117,3 +117,45 @@ func TestLiveHiddenBatch(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveQuantum: with a quantum, events keep their own model instants
+// but the core wakes, and real code sees them, only at the next multiple
+// of the quantum; events due in one quantum are seen together. Back at
+// quantum 0 the next event is seen at its own instant.
+func TestLiveQuantum(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim := NewSim()
+		l := NewLive(sim)
+		l.SetQuantum(Millisecond)
+		l.Start()
+		defer l.Stop()
+		type seen struct{ model, bubble Time }
+		done := make(chan seen, 3)
+		at := func(d Time) {
+			sim.Schedule(sim.NewTimer(func(now Time) { done <- seen{now, l.Now()} }), d)
+		}
+		l.Lock()
+		at(1300 * Microsecond)
+		at(1900 * Microsecond)
+		l.Unlock()
+		for _, want := range []seen{{1300 * Microsecond, 2 * Millisecond}, {1900 * Microsecond, 2 * Millisecond}} {
+			if got := <-done; got != want {
+				t.Errorf("event at model %v seen at bubble %v; want model %v seen at %v", got.model, got.bubble, want.model, want.bubble)
+			}
+		}
+		// An event exactly on a multiple is not delayed.
+		l.Lock()
+		at(3 * Millisecond)
+		l.Unlock()
+		if got := <-done; got.bubble != 3*Millisecond {
+			t.Errorf("event due at 3ms seen at %v", got.bubble)
+		}
+		l.Lock()
+		l.SetQuantum(0)
+		at(3300 * Microsecond)
+		l.Unlock()
+		if got := <-done; got.bubble != 3300*Microsecond {
+			t.Errorf("exact again: event due at 3.3ms seen at %v", got.bubble)
+		}
+	})
+}
