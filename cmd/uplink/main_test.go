@@ -156,6 +156,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--gossip", "D=3"}, "unknown gossip knob"},
 		{[]string{"run", "--uplink-qdisc", "pie@30%"}, "no discipline"},
 		{[]string{"run", "--memlimit", "12"}, "--memlimit"},
+		{[]string{"run", "--setup-quantum", "20ms"}, "--setup-quantum 20ms: want 0 (exact setup) up to 10ms"},
+		{[]string{"validate", "--table", "appendix_d_home", "--setup-quantum", "-1ms"}, "--setup-quantum -1ms"},
 		{[]string{"run", "--arm", "dtuned"}, "unknown arm"},
 		{[]string{"run", "--warmup", "hot"}, "--warmup"},
 		{[]string{"run", "--warmup", "streams:0"}, "positive size"},

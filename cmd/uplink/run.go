@@ -66,6 +66,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	listKnobs := fs.Bool("list-knobs", false, "list the profile knobs and exit")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell is fastest; run cells in parallel with --jobs)")
 	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
+	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) and its heap at the end of the delivery into this folder")
@@ -144,7 +145,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	base := cell.Config{
 		Verify: *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
 		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: buildVersion(),
-		Gossip: cell.StudyGossip(),
+		Gossip: cell.StudyGossip(), SetupQuantum: des.Time(*setupQuantum),
 	}
 	for _, kv := range *gossip {
 		k, v, ok := strings.Cut(kv, "=")
@@ -248,6 +249,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *setupProcs < 1 {
 		return usageError{fmt.Errorf("--setup-procs %d: must be at least 1", *setupProcs)}
 	}
+	if err := checkSetupQuantum(*setupQuantum); err != nil {
+		return err
+	}
 	for i := range jobsList {
 		jobsList[i].SetupProcs = *setupProcs
 	}
@@ -267,6 +271,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	printTable(stdout, recs)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// setupQuantumHelp describes --setup-quantum (run and validate).
+const setupQuantumHelp = "fidelity setting: during setup (hosts, dial, mesh formation) real code sees the network only at multiples of this, e.g. 1ms, so setup runs on --setup-procs cores; every latency seen in setup is rounded up to it; 0 keeps setup exact. Recorded as setup_quantum_s"
+
+// checkSetupQuantum rejects a --setup-quantum outside [0, cell.MaxSetupQuantum].
+func checkSetupQuantum(q time.Duration) error {
+	if q < 0 || des.Time(q) > cell.MaxSetupQuantum {
+		return usageError{fmt.Errorf("--setup-quantum %v: want 0 (exact setup) up to %v, such as 1ms", q, time.Duration(cell.MaxSetupQuantum))}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/validate"
 )
@@ -40,6 +41,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value (as uplink run)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery")
 	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials")
+	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB)")
 	if err := fs.Parse(args); err != nil {
@@ -69,9 +71,12 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if *jobs < 1 || *procs < 1 || *setupProcs < 1 {
 		return usageError{errors.New("validate: --jobs, --gomaxprocs and --setup-procs must be at least 1")}
 	}
+	if err := checkSetupQuantum(*setupQuantum); err != nil {
+		return err
+	}
 	// Per-node rows feed the report's CDFs.
 	ver := buildVersion()
-	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: ver, PerNode: true}}
+	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: ver, PerNode: true, SetupQuantum: des.Time(*setupQuantum)}}
 	if *seedsS != "" {
 		s, err := parseSeeds(*seedsS)
 		if err != nil {

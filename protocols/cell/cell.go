@@ -35,6 +35,10 @@ import (
 	"github.com/uplinksim/uplink/transports/udp"
 )
 
+// MaxSetupQuantum bounds Config.SetupQuantum: a coarser quantum would
+// rival the study's shortest one-way latencies (a few ms within a region).
+const MaxSetupQuantum = 10 * des.Millisecond
+
 // Topic is the gossipsub topic of a cell.
 const Topic = "uplink/cell"
 
@@ -59,9 +63,18 @@ type Config struct {
 	Progress    io.Writer // phase lines; nil: none
 	// SetupProcs, when positive, is GOMAXPROCS while hosts are built and
 	// the graph is dialled (TLS handshakes parallelise); the previous value
-	// is restored for mesh formation and delivery, which run fastest on one
-	// core. Virtual-time results do not depend on it.
+	// is restored for mesh formation (or after it, with a SetupQuantum) and
+	// delivery, which run fastest on one core. Virtual-time results do not
+	// depend on it.
 	SetupProcs int
+	// SetupQuantum, when positive, is a fidelity setting for the setup
+	// phases (hosts, dial and mesh formation): real code sees the model's
+	// events only at multiples of it (des.Live.SetQuantum), so the
+	// goroutines of many nodes run in one virtual instant and the setup
+	// uses SetupProcs cores. Every latency real code observes during setup
+	// is rounded up to the quantum; the warm-up, background load and
+	// delivery run exact. Zero (the default) keeps setup exact too.
+	SetupQuantum des.Time `json:",omitempty"`
 	// Qdiscs, when set, assigns queue disciplines per node (a file's
 	// content), over the profile's assignment.
 	Qdiscs *NodeQdiscs
@@ -163,6 +176,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%d nodes of degree %d: need at least 2 nodes and degree 1", c.N, c.Degree)
 	case c.Window <= 0 || c.Deadline <= 0:
 		return errors.New("the observation window and the deadline must be positive")
+	case c.SetupQuantum < 0 || c.SetupQuantum > MaxSetupQuantum:
+		return fmt.Errorf("setup quantum %v: want 0 (exact) up to %v", time.Duration(c.SetupQuantum), time.Duration(MaxSetupQuantum))
 	}
 	if err := c.Warmup.validate(); err != nil {
 		return err
@@ -283,6 +298,7 @@ func Run(cfg Config) (*Record, error) {
 		Background: cfg.Background.String(), BackgroundLeadS: cfg.Background.Lead.Seconds(),
 		BTimeoutS: cfg.BTimeout.Seconds(), BFixed: cfg.BFixed,
 		Transport: cfg.Transport, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
+		SetupQuantumS: cfg.SetupQuantum.Seconds(),
 	}
 	draw := cfg.Topology
 	if draw == nil {
@@ -350,6 +366,7 @@ func Run(cfg Config) (*Record, error) {
 			return nil, fmt.Errorf("cell: %w", err)
 		}
 	}
+	live.SetQuantum(cfg.SetupQuantum) // before Start: no lock needed yet
 	live.Start()
 	defer live.Stop()
 	var newHost func(i int) (host.Host, error)
@@ -395,7 +412,17 @@ func Run(cfg Config) (*Record, error) {
 	if err := dialGraph(ctx, hosts, graph, addr); err != nil {
 		return nil, fmt.Errorf("cell: dial: %w", err)
 	}
-	restoreProcs()
+	// Setup ends after the dial, or with a setup quantum after the mesh
+	// wait: then the mesh forms on SetupProcs cores too.
+	endSetup := sync.OnceFunc(func() {
+		restoreProcs()
+		live.Lock()
+		live.SetQuantum(0)
+		live.Unlock()
+	})
+	if cfg.SetupQuantum == 0 {
+		endSetup()
+	}
 	phaseStart("mesh")
 	w2 := des.WallNow()
 	rec.Phases.Dial = (w2 - w1).Seconds()
@@ -499,6 +526,7 @@ func Run(cfg Config) (*Record, error) {
 			rec.MeshStable = meshesWithin(tracers, cfg.Gossip)
 		}
 	}
+	endSetup()
 	w3 := des.WallNow()
 	rec.Phases.Mesh = (w3 - w2).Seconds()
 	cfg.logf("cell seed %d: meshes %s after %.2f s virtual (%.1f s wall)", cfg.Seed, stableWord(rec.MeshStable), (live.Now() - subscribed).Seconds(), rec.Phases.Mesh)

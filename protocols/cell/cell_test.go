@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/transports/tcp"
 )
 
@@ -99,6 +100,23 @@ func TestTCPKnobs(t *testing.T) {
 	}
 }
 
+// TestSetupQuantumBounds: a cell refuses a negative setup quantum or one
+// above MaxSetupQuantum, naming the bound.
+func TestSetupQuantumBounds(t *testing.T) {
+	for _, q := range []des.Time{-des.Millisecond, MaxSetupQuantum + 1} {
+		c := Config{N: 4, Degree: 2, Payload: 1, SetupQuantum: q}
+		c.Defaults()
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), "up to 10ms") {
+			t.Errorf("setup quantum %v: %v; want an error naming the bound", q, err)
+		}
+	}
+	c := Config{N: 4, Degree: 2, Payload: 1, SetupQuantum: MaxSetupQuantum}
+	c.Defaults()
+	if err := c.validate(); err != nil {
+		t.Errorf("setup quantum at the bound: %v", err)
+	}
+}
+
 // TestSmallWholeMessageCell: 20 nodes, degree 10, 256 KiB, home, under the
 // harness and shadow profiles over QUIC and the shadow profile over TCP
 // (Shadow's Reno): every receiver completes, completion times are
@@ -108,16 +126,19 @@ func TestSmallWholeMessageCell(t *testing.T) {
 	for _, c := range []struct {
 		name, prof, transport string
 		payload               int
+		quantum               des.Time
 	}{
-		{"harness", "harness", "quic", 256 << 10},
-		{"shadow", "shadow", "quic", 256 << 10},
-		{"shadow-tcp", "shadow", "tcp", 256 << 10},
+		{"harness", "harness", "quic", 256 << 10, 0},
+		// A setup quantum rounds what real code sees during setup only.
+		{"harness-setup-quantum", "harness", "quic", 256 << 10, des.Millisecond},
+		{"shadow", "shadow", "quic", 256 << 10, 0},
+		{"shadow-tcp", "shadow", "tcp", 256 << 10, 0},
 		// Linux's socket-buffer cap with a 1 MiB payload: the writers of
 		// a host's QUIC connections block on its shared UDP socket (a lost
 		// wake-up once stalled this cell for ever).
-		{"kernel", "kernel", "quic", 1 << 20},
+		{"kernel", "kernel", "quic", 1 << 20, 0},
 	} {
-		prof := c.prof
+		prof, quantum := c.prof, c.quantum
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p, _ := LookupProfile(prof)
@@ -126,9 +147,12 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				// Degree 10: at degree 6 (= Dhi) about one run in five
 				// leaves a node with a mesh of 1 or 2 for the whole 60 s
 				// mesh timeout; why is not known yet (noted on issue 5).
-				rec, err := Run(Config{Seed: 7, N: 20, Degree: 10, Payload: c.payload, Transport: c.transport, Profile: p, Gossip: g})
+				rec, err := Run(Config{Seed: 7, N: 20, Degree: 10, Payload: c.payload, Transport: c.transport, Profile: p, Gossip: g, SetupQuantum: quantum})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if rec.SetupQuantumS != quantum.Seconds() {
+					t.Fatalf("record setup_quantum_s %v; want %v", rec.SetupQuantumS, quantum.Seconds())
 				}
 				if rec.Transport != c.transport {
 					t.Fatalf("record transport %q; want %q", rec.Transport, c.transport)

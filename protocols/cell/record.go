@@ -160,13 +160,16 @@ type Record struct {
 	Transport  string            `json:"transport"`
 	Latency    string            `json:"latency"`
 	WindowS    float64           `json:"window_s"`
-	Version    string            `json:"version"`
-	MeshStable bool              `json:"mesh_stable"`
-	PublishAtS float64           `json:"publish_at_s"`
-	Phases     Phases            `json:"phases"`
-	SimPackets uint64            `json:"sim_packets"`
-	SimBytes   uint64            `json:"sim_bytes"`
-	Drops      map[string]uint64 `json:"drops"`
+	// SetupQuantumS is the setup phases' quantum (Config.SetupQuantum),
+	// 0 when setup ran exact.
+	SetupQuantumS float64           `json:"setup_quantum_s"`
+	Version       string            `json:"version"`
+	MeshStable    bool              `json:"mesh_stable"`
+	PublishAtS    float64           `json:"publish_at_s"`
+	Phases        Phases            `json:"phases"`
+	SimPackets    uint64            `json:"sim_packets"`
+	SimBytes      uint64            `json:"sim_bytes"`
+	Drops         map[string]uint64 `json:"drops"`
 	// Queues sums each direction's queue statistics over the nodes, over
 	// the whole run (mesh formation included).
 	Queues   map[string]QueueSummary `json:"queues"`
