@@ -402,33 +402,10 @@ func Run(cfg Config) (*Record, error) {
 		}
 		hosts = append(hosts, h)
 	}
-	phaseStart("dial")
-	w1 := des.WallNow()
-	rec.Phases.Hosts = (w1 - w0).Seconds()
-	cfg.logf("cell seed %d: %d hosts in %.1f s", cfg.Seed, n, rec.Phases.Hosts)
-
-	// Dial the graph: the lower index dials, a few dials in flight per node.
-	addr := func(i int) ma.Multiaddr { return hostAddr(cfg.Transport, i) }
-	if err := dialGraph(ctx, hosts, graph, addr); err != nil {
-		return nil, fmt.Errorf("cell: dial: %w", err)
-	}
-	// Setup ends after the dial, or with a setup quantum after the mesh
-	// wait: then the mesh forms on SetupProcs cores too.
-	endSetup := sync.OnceFunc(func() {
-		restoreProcs()
-		live.Lock()
-		live.SetQuantum(0)
-		live.Unlock()
-	})
-	if cfg.SetupQuantum == 0 {
-		endSetup()
-	}
-	phaseStart("mesh")
-	w2 := des.WallNow()
-	rec.Phases.Dial = (w2 - w1).Seconds()
-	cfg.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(graph.Edges), rec.Phases.Dial, live.Now().Seconds())
-
-	// Gossipsub: every node joins and subscribes to every topic.
+	// Gossipsub on every host: before the dial (router-start=before-dial,
+	// as a node program that starts its router and then connects; identify
+	// then announces the gossipsub protocols in its handshake) or after it
+	// (after-dial: every host's new protocols are pushed to its peers).
 	tracers := make([]*tracer, n)
 	subs := make([][]*pubsub.Subscription, n)
 	topics := make([][]*pubsub.Topic, n)
@@ -442,6 +419,7 @@ func Run(cfg Config) (*Record, error) {
 	bparams.Fixed = cfg.BFixed
 	group := sha256.Sum256(payload)
 	var publisher *pubsub.PubSub
+	pss := make([]*pubsub.PubSub, n)
 	closeGossip := func() {
 		for _, rt := range routers {
 			if rt != nil {
@@ -468,38 +446,83 @@ func Run(cfg Config) (*Record, error) {
 	}
 	defer closeGossip()
 	maxMsg := cfg.Payload + 64<<10
-	for i, h := range hosts {
-		tracers[i] = newTracer(topicNames)
-		pol := policies
-		if cfg.routers == routerMixed && i%2 == 1 {
-			pol = nil
-		} else if cfg.routers != routerByArm && pol == nil {
-			pol = map[string]phase.Policy{}
+	startRouters := func() error {
+		for i, h := range hosts {
+			tracers[i] = newTracer(topicNames)
+			pol := policies
+			if cfg.routers == routerMixed && i%2 == 1 {
+				pol = nil
+			} else if cfg.routers != routerByArm && pol == nil {
+				pol = map[string]phase.Policy{}
+			}
+			var extra []pubsub.Option
+			if isB {
+				t := tracers[i]
+				bp := bparams
+				bp.Mute = slices.Contains(cfg.bMute, i)
+				bn, err := partial.New(bp, Topic, group[:], len(bparts.Parts), bparts.Need, t.completeAt)
+				if err != nil {
+					return fmt.Errorf("cell: node %d: %w", i, err)
+				}
+				bnodes[i] = bn
+				extra = append(extra, pubsub.WithPartialMessagesExtension(bn.Extension()))
+			}
+			ps, rt, err := newGossipSub(ctx, h, cfg.Gossip, maxMsg, tracers[i], pol, extra...)
+			if err != nil {
+				return fmt.Errorf("cell: node %d: %w", i, err)
+			}
+			routers[i], pss[i] = rt, ps
+			if bn := bnodes[i]; bn != nil {
+				bn.Attach(ps)
+			}
+			if i == 0 {
+				publisher = ps
+			}
 		}
-		var extra []pubsub.Option
+		return nil
+	}
+	if p.RouterStart == RouterBeforeDial {
+		if err := startRouters(); err != nil {
+			return nil, err
+		}
+	}
+	phaseStart("dial")
+	w1 := des.WallNow()
+	rec.Phases.Hosts = (w1 - w0).Seconds()
+	cfg.logf("cell seed %d: %d hosts in %.1f s", cfg.Seed, n, rec.Phases.Hosts)
+
+	// Dial the graph: the lower index dials, a few dials in flight per node.
+	addr := func(i int) ma.Multiaddr { return hostAddr(cfg.Transport, i) }
+	if err := dialGraph(ctx, hosts, graph, addr); err != nil {
+		return nil, fmt.Errorf("cell: dial: %w", err)
+	}
+	// Setup ends after the dial, or with a setup quantum after the mesh
+	// wait: then the mesh forms on SetupProcs cores too.
+	endSetup := sync.OnceFunc(func() {
+		restoreProcs()
+		live.Lock()
+		live.SetQuantum(0)
+		live.Unlock()
+	})
+	if cfg.SetupQuantum == 0 {
+		endSetup()
+	}
+	phaseStart("mesh")
+	w2 := des.WallNow()
+	rec.Phases.Dial = (w2 - w1).Seconds()
+	cfg.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(graph.Edges), rec.Phases.Dial, live.Now().Seconds())
+
+	if p.RouterStart != RouterBeforeDial {
+		if err := startRouters(); err != nil {
+			return nil, err
+		}
+	}
+	// Every node joins and subscribes to every topic.
+	for i, ps := range pss {
+		rt := routers[i]
 		var joinOpts []pubsub.TopicOpt
 		if isB {
-			t := tracers[i]
-			bp := bparams
-			bp.Mute = slices.Contains(cfg.bMute, i)
-			bn, err := partial.New(bp, Topic, group[:], len(bparts.Parts), bparts.Need, t.completeAt)
-			if err != nil {
-				return nil, fmt.Errorf("cell: node %d: %w", i, err)
-			}
-			bnodes[i] = bn
-			extra = append(extra, pubsub.WithPartialMessagesExtension(bn.Extension()))
 			joinOpts = append(joinOpts, pubsub.RequestPartialMessages())
-		}
-		ps, rt, err := newGossipSub(ctx, h, cfg.Gossip, maxMsg, tracers[i], pol, extra...)
-		if err != nil {
-			return nil, fmt.Errorf("cell: node %d: %w", i, err)
-		}
-		routers[i] = rt
-		if bn := bnodes[i]; bn != nil {
-			bn.Attach(ps)
-		}
-		if i == 0 {
-			publisher = ps
 		}
 		for _, name := range topicNames {
 			t, err := ps.Join(name, joinOpts...)

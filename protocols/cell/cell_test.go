@@ -54,6 +54,36 @@ func TestProfilesAndKnobs(t *testing.T) {
 	}
 }
 
+// TestRouterStartKnob: router-start reads after-dial by default, and
+// setting it back to the default leaves the cell key as it was (records
+// made before the knob existed stay reusable).
+func TestRouterStartKnob(t *testing.T) {
+	p, _ := LookupProfile("harness")
+	if got := p.Knobs()["router-start"]; got != RouterAfterDial {
+		t.Fatalf("default router-start %q; want %q", got, RouterAfterDial)
+	}
+	base := Config{N: 10, Degree: 4, Payload: 1, Profile: p}
+	key := base.Key()
+	if err := p.Set("router-start", RouterBeforeDial); err != nil || p.Knobs()["router-start"] != RouterBeforeDial {
+		t.Fatalf("set before-dial: %v, %v", err, p.Knobs()["router-start"])
+	}
+	before := base
+	before.Profile = p
+	if before.Key() == key {
+		t.Fatal("before-dial must change the cell key")
+	}
+	if err := p.Set("router-start", RouterAfterDial); err != nil {
+		t.Fatal(err)
+	}
+	base.Profile = p
+	if base.Key() != key {
+		t.Fatal("after-dial set explicitly changed the cell key")
+	}
+	if err := p.Set("router-start", "at-dawn"); err == nil || !strings.Contains(err.Error(), "before-dial") {
+		t.Fatalf("an unknown router-start: %v; want an error listing the values", err)
+	}
+}
+
 // TestTCPKnobs: the TCP preset follows the profile (shadow: Shadow's Reno,
 // unpaced; kernel and harness: CUBIC, paced); cc and pacing override the
 // preset's fields and report the values in effect.
@@ -127,21 +157,25 @@ func TestSmallWholeMessageCell(t *testing.T) {
 		name, prof, transport string
 		payload               int
 		quantum               des.Time
+		routerStart           string
 	}{
-		{"harness", "harness", "quic", 256 << 10, 0},
+		// Routers started before the dial (a node program's order).
+		{"harness-before-dial", "harness", "quic", 256 << 10, 0, RouterBeforeDial},
+		{"harness", "harness", "quic", 256 << 10, 0, ""},
 		// A setup quantum rounds what real code sees during setup only.
-		{"harness-setup-quantum", "harness", "quic", 256 << 10, des.Millisecond},
-		{"shadow", "shadow", "quic", 256 << 10, 0},
-		{"shadow-tcp", "shadow", "tcp", 256 << 10, 0},
+		{"harness-setup-quantum", "harness", "quic", 256 << 10, des.Millisecond, ""},
+		{"shadow", "shadow", "quic", 256 << 10, 0, ""},
+		{"shadow-tcp", "shadow", "tcp", 256 << 10, 0, ""},
 		// Linux's socket-buffer cap with a 1 MiB payload: the writers of
 		// a host's QUIC connections block on its shared UDP socket (a lost
 		// wake-up once stalled this cell for ever).
-		{"kernel", "kernel", "quic", 1 << 20, 0},
+		{"kernel", "kernel", "quic", 1 << 20, 0, ""},
 	} {
-		prof, quantum := c.prof, c.quantum
+		prof, quantum, start := c.prof, c.quantum, c.routerStart
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p, _ := LookupProfile(prof)
+				p.RouterStart = start
 				g := StudyGossip()
 				g.D, g.Dlo, g.Dhi = 4, 3, 6
 				// Degree 10: at degree 6 (= Dhi) about one run in five
