@@ -611,6 +611,7 @@ func Run(cfg Config) (*Record, error) {
 		base[i] = nd.Counters
 	}
 	live.Unlock()
+	rec.ConnAtPublish = connState(hosts)
 	publishAt := time.Now()
 	rec.PublishAtS = live.Now().Seconds()
 	if isB {

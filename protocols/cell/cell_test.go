@@ -185,6 +185,15 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				switch cs := rec.ConnAtPublish; {
+				case c.transport == "tcp" && cs != nil:
+					t.Fatalf("a TCP cell recorded QUIC connection state %+v", cs)
+				case c.transport == "quic" && (cs == nil || cs.Ends != 20*10 || cs.SRTTOverMinP50 < 0.99 || cs.CwndKiBP10 <= 0):
+					// 100 edges, two ends each; a smoothed RTT is not
+					// below the minimum sample (but for quic-go's
+					// integer rounding).
+					t.Fatalf("connection state at the publish %+v; want 200 ends, SRTT/min ≥ 0.99, positive windows", cs)
+				}
 				if rec.SetupQuantumS != quantum.Seconds() {
 					t.Fatalf("record setup_quantum_s %v; want %v", rec.SetupQuantumS, quantum.Seconds())
 				}

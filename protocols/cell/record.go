@@ -162,12 +162,15 @@ type Record struct {
 	WindowS    float64           `json:"window_s"`
 	// SetupQuantumS is the setup phases' quantum (Config.SetupQuantum),
 	// 0 when setup ran exact.
-	SetupQuantumS float64           `json:"setup_quantum_s"`
-	Version       string            `json:"version"`
-	MeshStable    bool              `json:"mesh_stable"`
-	PublishAtS    float64           `json:"publish_at_s"`
-	Phases        Phases            `json:"phases"`
-	SimPackets    uint64            `json:"sim_packets"`
+	SetupQuantumS float64 `json:"setup_quantum_s"`
+	Version       string  `json:"version"`
+	MeshStable    bool    `json:"mesh_stable"`
+	PublishAtS    float64 `json:"publish_at_s"`
+	Phases        Phases  `json:"phases"`
+	SimPackets    uint64  `json:"sim_packets"`
+	// ConnAtPublish is quic-go's view of the connections at the publish
+	// (QUIC cells).
+	ConnAtPublish *ConnState        `json:"conn_at_publish,omitempty"`
 	SimBytes      uint64            `json:"sim_bytes"`
 	Drops         map[string]uint64 `json:"drops"`
 	// Queues sums each direction's queue statistics over the nodes, over

@@ -1,0 +1,70 @@
+package cell
+
+import (
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/quic-go/quic-go"
+)
+
+// ConnState is quic-go's view of the connections at the publish: what the
+// transfers of the measured message start from. Quantiles are over every
+// connection end (each connection counts once per host); the publisher's
+// own ends are summarised apart, since its uplink carries the first hop.
+// Nil in records of TCP cells.
+type ConnState struct {
+	Ends int `json:"ends"`
+	// SRTTOverMin is the smoothed RTT over the minimum RTT (1: no queueing
+	// left in the estimate), p50 and p90.
+	SRTTOverMinP50 float64 `json:"srtt_over_min_p50"`
+	SRTTOverMinP90 float64 `json:"srtt_over_min_p90"`
+	// CwndKiB is the congestion window, p50 and p10.
+	CwndKiBP50 float64 `json:"cwnd_kib_p50"`
+	CwndKiBP10 float64 `json:"cwnd_kib_p10"`
+	// PacketsLost sums quic-go's lost packets over every end so far.
+	PacketsLost uint64 `json:"packets_lost"`
+	// Publisher's ends: median SRTT over minimum, median window.
+	PublisherSRTTOverMin float64 `json:"publisher_srtt_over_min_p50"`
+	PublisherCwndKiB     float64 `json:"publisher_cwnd_kib_p50"`
+}
+
+// connState reads every QUIC connection of hosts (host 0 is the
+// publisher); nil when no connection is QUIC.
+func connState(hosts []host.Host) *ConnState {
+	var ratio, cwnd, pubRatio, pubCwnd []float64
+	var lost uint64
+	for i, h := range hosts {
+		for _, c := range h.Network().Conns() {
+			var qc *quic.Conn
+			if !c.As(&qc) || qc == nil {
+				continue
+			}
+			st := qc.ConnectionStats()
+			if st.MinRTT <= 0 {
+				continue
+			}
+			r := float64(st.SmoothedRTT) / float64(st.MinRTT)
+			w := float64(st.CongestionWindow) / 1024
+			ratio, cwnd = append(ratio, r), append(cwnd, w)
+			lost += st.PacketsLost
+			if i == 0 {
+				pubRatio, pubCwnd = append(pubRatio, r), append(pubCwnd, w)
+			}
+		}
+	}
+	if len(ratio) == 0 {
+		return nil
+	}
+	return &ConnState{
+		Ends:           len(ratio),
+		SRTTOverMinP50: quantileOf(ratio, 0.5), SRTTOverMinP90: quantileOf(ratio, 0.9),
+		CwndKiBP50: quantileOf(cwnd, 0.5), CwndKiBP10: quantileOf(cwnd, 0.1),
+		PacketsLost:          lost,
+		PublisherSRTTOverMin: quantileOf(pubRatio, 0.5),
+		PublisherCwndKiB:     quantileOf(pubCwnd, 0.5),
+	}
+}
+
+// quantileOf is Quantile's rule on v; 0 for an empty slice.
+func quantileOf(v []float64, q float64) float64 {
+	x, _ := Quantile(v, q)
+	return x
+}
