@@ -97,6 +97,10 @@ type PlanOptions struct {
 	// window, degree); the plan sets arm, profile, transport, knobs, size,
 	// scenario, condition and seed.
 	Base cell.Config
+	// Knobs override profile knobs ("name=value", in order) in every cell,
+	// after the column's own: one modelling choice swapped across a whole
+	// table. A study applies them before its variants' knobs.
+	Knobs []string
 }
 
 // replayable statistics and how a record gives them.
@@ -175,7 +179,7 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 		}
 		c := &ReplayCell{Arm: arm, Column: col, N: n, Payload: int(r.PayloadBytes), Seeds: seeds}
 		for _, s := range seeds {
-			cfg, err := configFor(o.Base, arm, col, n, int(r.PayloadBytes), s)
+			cfg, err := configFor(o.Base, arm, col, n, int(r.PayloadBytes), s, o.Knobs)
 			if err != nil {
 				return nil, fmt.Errorf("replay %s, %s line %d: %w", name, r.File, r.Line, err)
 			}
@@ -436,8 +440,22 @@ func profileFor(backend string) (string, error) {
 	return "", fmt.Errorf("backend %q: want harness, twin, shadow or linux", backend)
 }
 
+// SetKnobs applies "name=value" overrides to p in order.
+func SetKnobs(p *cell.Profile, knobs []string) error {
+	for _, kv := range knobs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("knob %q: want name=value", kv)
+		}
+		if err := p.Set(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // configFor builds the cell configuration of one reference cell at seed.
-func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed uint64) (cell.Config, error) {
+func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed uint64, knobs []string) (cell.Config, error) {
 	name, err := profileFor(col.Backend)
 	if err != nil {
 		return cell.Config{}, err
@@ -460,6 +478,9 @@ func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed 
 		col.Backend == "shadow" && col.Queue != "fifo",
 		col.Backend == "linux" && col.Queue != "fifo":
 		err = fmt.Errorf("queue %q under backend %s has no mapping", col.Queue, col.Backend)
+	}
+	if err == nil {
+		err = SetKnobs(&prof, knobs)
 	}
 	if err != nil {
 		return cell.Config{}, err

@@ -182,8 +182,9 @@ type StudyCell struct {
 }
 
 // Cells builds the study's cells. N and seeds replace the study's when
-// set; base gives the gossip knobs and the rest.
-func (s Study) Cells(n int, seeds []uint64, base cell.Config) ([]StudyCell, error) {
+// set; base gives the gossip knobs and the rest; knobs ("name=value")
+// override profile knobs in every variant, before the variant's own.
+func (s Study) Cells(n int, seeds []uint64, base cell.Config, knobs ...string) ([]StudyCell, error) {
 	if n == 0 {
 		n = s.N
 	}
@@ -199,7 +200,7 @@ func (s Study) Cells(n int, seeds []uint64, base cell.Config) ([]StudyCell, erro
 			}
 			sc := StudyCell{Variant: vi, Arm: arm, Seeds: seeds}
 			for _, seed := range seeds {
-				cfg, err := s.config(v, arm, n, seed, base)
+				cfg, err := s.config(v, arm, n, seed, base, knobs)
 				if err != nil {
 					return nil, fmt.Errorf("study %s, %s: %w", s.Name, v.Label, err)
 				}
@@ -211,9 +212,12 @@ func (s Study) Cells(n int, seeds []uint64, base cell.Config) ([]StudyCell, erro
 	return out, nil
 }
 
-func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Config) (cell.Config, error) {
+func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Config, knobs []string) (cell.Config, error) {
 	prof, err := cell.LookupProfile(v.Profile)
 	if err != nil {
+		return cell.Config{}, err
+	}
+	if err := SetKnobs(&prof, knobs); err != nil {
 		return cell.Config{}, err
 	}
 	keys := make([]string, 0, len(v.Knobs))

@@ -105,3 +105,42 @@ func TestStudyComparesItsStatistic(t *testing.T) {
 		t.Fatalf("reading: %s", r)
 	}
 }
+
+// TestKnobOverrides: --knob reaches every cell of a table after the
+// column's own queue, and every cell of a study before its variants'
+// knobs (a variant that sets the same knob keeps its value).
+func TestKnobOverrides(t *testing.T) {
+	p, err := PlanTable("s10_fifo_vs_shadow", PlanOptions{Seeds: []uint64{7}, Knobs: []string{"router-start=before-dial", "downlink-qdisc=pfifo:limit=50"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Cells {
+		for _, cfg := range c.Configs {
+			k := cfg.Profile.Knobs()
+			if k["router-start"] != cell.RouterBeforeDial || k["downlink-qdisc"] != "pfifo:limit=50" {
+				t.Fatalf("%s %v: knobs %v", c.Arm.Name, c.Column, k)
+			}
+		}
+	}
+	s, err := LookupStudy("pie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := s.Cells(20, []uint64{7}, cell.Config{Gossip: cell.StudyGossip()}, "uplink-qdisc=codel", "router-start=before-dial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cells {
+		k := c.Configs[0].Profile.Knobs()
+		want := "codel"
+		if q, ok := s.Variants[c.Variant].Knobs["uplink-qdisc"]; ok {
+			want = q
+		}
+		if k["uplink-qdisc"] != want || k["router-start"] != cell.RouterBeforeDial {
+			t.Fatalf("variant %q: uplink-qdisc %q, router-start %q; want %q, before-dial", s.Variants[c.Variant].Label, k["uplink-qdisc"], k["router-start"], want)
+		}
+	}
+	if _, err := PlanTable("s10_fifo_vs_shadow", PlanOptions{Knobs: []string{"frobs=1"}}); err == nil || !strings.Contains(err.Error(), "frobs") {
+		t.Fatalf("an unknown knob: %v", err)
+	}
+}

@@ -171,6 +171,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"validate", "--table", "appendix_d_home", "--arm", "zz"}, "unknown arm"},
 		{[]string{"validate", "--table", "appendix_d_home", "--backend", "ns3"}, "want harness, twin, shadow or linux"},
 		{[]string{"validate", "--table", "appendix_d_home", "--nodes", "1"}, "--nodes 1"},
+		{[]string{"validate", "--table", "appendix_d_home", "--knob", "router-start=at-dawn"}, "--knob: knob router-start"},
+		{[]string{"validate", "--study", "pie", "--knob", "frobs"}, "want name=value"},
 	}
 	checkUsageErrors(t, cases)
 }

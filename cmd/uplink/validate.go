@@ -39,6 +39,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	reportDir := fs.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
 	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
 	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value (as uplink run)")
+	knobs := fs.StringArray("knob", nil, "override a profile knob in every cell, name=value (repeatable; after a table column's own queue, before a study variant's knobs), e.g. router-start=before-dial")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery")
 	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials")
 	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
@@ -101,6 +102,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if err := o.Base.Gossip.Set(k, v); err != nil {
 			return usageError{fmt.Errorf("--gossip: %w", err)}
 		}
+	}
+	o.Knobs = *knobs
+	probe, _ := cell.LookupProfile("harness")
+	if err := validate.SetKnobs(&probe, o.Knobs); err != nil {
+		return usageError{fmt.Errorf("--knob: %w", err)}
 	}
 	env, err := cellEnv(*procs, *gogc, *memLimit)
 	if err != nil {
@@ -360,7 +366,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	if err != nil {
 		return usageError{err}
 	}
-	cells, err := st.Cells(o.N, o.Seeds, o.Base)
+	cells, err := st.Cells(o.N, o.Seeds, o.Base, o.Knobs...)
 	if err != nil {
 		return usageError{err}
 	}
