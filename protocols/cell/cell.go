@@ -612,6 +612,11 @@ func Run(cfg Config) (*Record, error) {
 	}
 	live.Unlock()
 	rec.ConnAtPublish = connState(hosts)
+	peerIDs := make([]peer.ID, n)
+	for i, h := range hosts {
+		peerIDs[i] = h.ID()
+	}
+	rec.MeshLatencyMS, rec.GraphLatencyMS = meshLatency(tracers, peerIDs, draw, graph)
 	publishAt := time.Now()
 	rec.PublishAtS = live.Now().Seconds()
 	if isB {

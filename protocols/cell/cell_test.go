@@ -8,7 +8,10 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/transports/tcp"
 )
 
@@ -277,5 +280,26 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"p99_s":null`) {
 		t.Fatalf("a censored quantile must encode as null: %s", b)
+	}
+}
+
+// TestMeshLatency by hand: three nodes, latencies 10, 20 and 30 ms on the
+// pairs (0,1), (0,2), (1,2); meshes 0–1 and 0–2 seen from both ends give
+// (10+20+10+20)/4 = 15 ms; the dial graph's two edges (0,1) and (1,2)
+// average 20 ms.
+func TestMeshLatency(t *testing.T) {
+	ms := des.Millisecond
+	draw := &netmodel.Draw{N: 3, Latency: [][]des.Time{{ms, 10 * ms, 20 * ms}, {10 * ms, ms, 30 * ms}, {20 * ms, 30 * ms, ms}}}
+	g := &netmodel.Graph{N: 3, Degree: 1, Edges: [][2]int{{0, 1}, {1, 2}}}
+	ids := []peer.ID{"a", "b", "c"}
+	tr := []*tracer{newTracer([]string{Topic}), newTracer([]string{Topic}), newTracer([]string{Topic})}
+	tr[0].Graft("b", Topic)
+	tr[0].Graft("c", Topic)
+	tr[1].Graft("a", Topic)
+	tr[2].Graft("a", Topic)
+	tr[2].Graft("z", Topic) // not a node of the cell: ignored
+	mesh, graph := meshLatency(tr, ids, draw, g)
+	if math.Abs(mesh-15) > 1e-9 || math.Abs(graph-20) > 1e-9 {
+		t.Fatalf("mesh %v ms, graph %v ms; want 15 and 20", mesh, graph)
 	}
 }

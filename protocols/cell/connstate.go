@@ -2,7 +2,10 @@ package cell
 
 import (
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/quic-go/quic-go"
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
 )
 
 // ConnState is quic-go's view of the connections at the publish: what the
@@ -67,4 +70,37 @@ func connState(hosts []host.Host) *ConnState {
 func quantileOf(v []float64, q float64) float64 {
 	x, _ := Quantile(v, q)
 	return x
+}
+
+// meshLatency is the mean one-way latency (ms) of the mesh links on the
+// first topic at the publish, over every node's mesh, and of the dial
+// graph's edges for comparison: a mesh formed from whichever peers were
+// heard from first leans to near peers.
+// ids are the nodes' peer ids in index order.
+func meshLatency(tracers []*tracer, ids []peer.ID, draw *netmodel.Draw, g *netmodel.Graph) (mesh, graph float64) {
+	idx := make(map[peer.ID]int, len(ids))
+	for i, id := range ids {
+		idx[id] = i
+	}
+	var sum des.Time
+	links := 0
+	for i, t := range tracers {
+		for _, p := range t.meshPeers() {
+			if j, ok := idx[p]; ok {
+				sum += draw.Latency[i][j]
+				links++
+			}
+		}
+	}
+	if links > 0 {
+		mesh = (sum / des.Time(links)).Seconds() * 1000
+	}
+	sum = 0
+	for _, e := range g.Edges {
+		sum += draw.Latency[e[0]][e[1]]
+	}
+	if len(g.Edges) > 0 {
+		graph = (sum / des.Time(len(g.Edges))).Seconds() * 1000
+	}
+	return mesh, graph
 }

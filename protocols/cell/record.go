@@ -165,9 +165,13 @@ type Record struct {
 	SetupQuantumS float64 `json:"setup_quantum_s"`
 	Version       string  `json:"version"`
 	MeshStable    bool    `json:"mesh_stable"`
-	PublishAtS    float64 `json:"publish_at_s"`
-	Phases        Phases  `json:"phases"`
-	SimPackets    uint64  `json:"sim_packets"`
+	// MeshLatencyMS is the mean one-way latency of the mesh links at the
+	// publish; GraphLatencyMS that of the dial graph's edges.
+	MeshLatencyMS  float64 `json:"mesh_latency_ms"`
+	GraphLatencyMS float64 `json:"graph_latency_ms"`
+	PublishAtS     float64 `json:"publish_at_s"`
+	Phases         Phases  `json:"phases"`
+	SimPackets     uint64  `json:"sim_packets"`
 	// ConnAtPublish is quic-go's view of the connections at the publish
 	// (QUIC cells).
 	ConnAtPublish *ConnState        `json:"conn_at_publish,omitempty"`

@@ -83,6 +83,17 @@ func (t *tracer) meshSize() int {
 	return len(t.mesh[0])
 }
 
+// meshPeers lists the mesh on the first topic.
+func (t *tracer) meshPeers() []peer.ID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]peer.ID, 0, len(t.mesh[0]))
+	for p := range t.mesh[0] {
+		out = append(out, p)
+	}
+	return out
+}
+
 // meshRange is the smallest and largest mesh over the node's topics.
 func (t *tracer) meshRange() (lo, hi int) {
 	t.mu.Lock()
