@@ -172,6 +172,34 @@ func LookupStudy(name string) (Study, error) {
 	return Study{}, fmt.Errorf("unknown study %q; valid: %s", name, strings.Join(StudyNames(), ", "))
 }
 
+// WithArms restricts the study to the given arms (any catalogue name),
+// in the study's order; an arm the study does not run is an error naming
+// the ones it does.
+func (s Study) WithArms(names []string) (Study, error) {
+	var keep []string
+	for _, n := range names {
+		want, err := arms.LookupArm(n)
+		if err != nil {
+			return Study{}, fmt.Errorf("study %s: %w", s.Name, err)
+		}
+		found := false
+		for _, a := range s.Arms {
+			if got, err := arms.LookupArm(a); err == nil && got.Name == want.Name {
+				found = true
+				if !slices.Contains(keep, a) {
+					keep = append(keep, a)
+				}
+			}
+		}
+		if !found {
+			return Study{}, fmt.Errorf("study %s does not run arm %s; its arms: %s", s.Name, want.Name, strings.Join(s.Arms, ", "))
+		}
+	}
+	out := s
+	out.Arms = slices.DeleteFunc(slices.Clone(s.Arms), func(a string) bool { return !slices.Contains(keep, a) })
+	return out, nil
+}
+
 // StudyCell is one (variant, arm) of a study with its configurations by
 // seed.
 type StudyCell struct {

@@ -144,3 +144,24 @@ func TestKnobOverrides(t *testing.T) {
 		t.Fatalf("an unknown knob: %v", err)
 	}
 }
+
+// TestStudyWithArms: --arm keeps the study's order and accepts any
+// catalogue name; an arm the study does not run is refused.
+func TestStudyWithArms(t *testing.T) {
+	s, _ := LookupStudy("pie")
+	sub, err := s.WithArms([]string{"c_32k", "wholend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sub.Arms) != 2 || sub.Arms[0] != s.Arms[0] {
+		t.Fatalf("arms %v from %v", sub.Arms, s.Arms)
+	}
+	cells, err := sub.Cells(20, []uint64{7}, cell.Config{Gossip: cell.StudyGossip()})
+	if err != nil || len(cells) != 2*len(s.Variants) {
+		t.Fatalf("%d cells, %v; want %d", len(cells), err, 2*len(s.Variants))
+	}
+	b, _ := LookupStudy("b-tail")
+	if _, err := b.WithArms([]string{"c32"}); err == nil {
+		t.Fatal("b-tail accepted an arm it does not run")
+	}
+}

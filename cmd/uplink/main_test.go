@@ -173,6 +173,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"validate", "--table", "appendix_d_home", "--nodes", "1"}, "--nodes 1"},
 		{[]string{"validate", "--table", "appendix_d_home", "--knob", "router-start=at-dawn"}, "--knob: knob router-start"},
 		{[]string{"validate", "--study", "pie", "--knob", "frobs"}, "want name=value"},
+		{[]string{"validate", "--study", "b-tail", "--arm", "c32"}, "study b-tail does not run arm c_32k"},
 	}
 	checkUsageErrors(t, cases)
 }

@@ -366,6 +366,11 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	if err != nil {
 		return usageError{err}
 	}
+	if len(o.Arms) > 0 {
+		if st, err = st.WithArms(o.Arms); err != nil {
+			return usageError{err}
+		}
+	}
 	cells, err := st.Cells(o.N, o.Seeds, o.Base, o.Knobs...)
 	if err != nil {
 		return usageError{err}
