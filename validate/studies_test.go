@@ -42,19 +42,10 @@ func TestStudiesBuild(t *testing.T) {
 func TestStudyTableReading(t *testing.T) {
 	s, _ := LookupStudy("phase-queue")
 	s.Variants = s.Variants[:3]
-	cells, err := s.Cells(20, []uint64{7, 8}, cell.Config{Gossip: cell.StudyGossip()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := func(v float64) *float64 { return &v }
-	records := map[string]*cell.Record{}
-	for _, c := range cells {
-		for i, cfg := range c.Configs {
-			base := []float64{1.0, 2.0}[i]
-			v := map[int][]float64{0: {1, 1}, 1: {1.1, 1.1}, 2: {0.9, 1.05}}[c.Variant][i] * base
-			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: f(v), P99S: f(v * 1.2), Dups: 3}
-		}
-	}
+	cells, records := fakeStudyRecords(t, s, func(variant, seed int) (p50, p99 float64) {
+		v := map[int][]float64{0: {1, 1}, 1: {1.1, 1.1}, 2: {0.9, 1.05}}[variant][seed] * []float64{1.0, 2.0}[seed]
+		return v, v * 1.2
+	})
 	rows := s.Table(cells, records)
 	if len(rows) != 3 || rows[0].VsBase != nil || rows[1].VsBase == nil {
 		t.Fatalf("rows %+v", rows)
@@ -72,6 +63,24 @@ func TestStudyTableReading(t *testing.T) {
 	}
 }
 
+// fakeStudyRecords builds s's cells at 20 nodes and seeds 7 and 8, with a
+// record per run whose p50 and p99 come from value(variant, seed index).
+func fakeStudyRecords(t *testing.T, s Study, value func(variant, seed int) (p50, p99 float64)) ([]StudyCell, map[string]*cell.Record) {
+	t.Helper()
+	cells, err := s.Cells(20, []uint64{7, 8}, cell.Config{Gossip: cell.StudyGossip()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			p50, p99 := value(c.Variant, i)
+			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: &p50, P99S: &p99, Dups: 3}
+		}
+	}
+	return cells, records
+}
+
 // A study about the tail compares p99: b-tail's variant 1 has the
 // baseline's p50 but a p99 20 % higher on both seeds, so the reading says
 // p99 +20 % on every seed.
@@ -82,18 +91,9 @@ func TestStudyComparesItsStatistic(t *testing.T) {
 	}
 	s.Variants = s.Variants[:2]
 	s.Arms = s.Arms[:1]
-	cells, err := s.Cells(20, []uint64{7, 8}, cell.Config{Gossip: cell.StudyGossip()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := func(v float64) *float64 { return &v }
-	records := map[string]*cell.Record{}
-	for _, c := range cells {
-		for i, cfg := range c.Configs {
-			p99 := []float64{1.0, 1.5}[i] * []float64{1, 1.2}[c.Variant]
-			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: f(0.5), P99S: f(p99)}
-		}
-	}
+	cells, records := fakeStudyRecords(t, s, func(variant, seed int) (p50, p99 float64) {
+		return 0.5, []float64{1.0, 1.5}[seed] * []float64{1, 1.2}[variant]
+	})
 	rows := s.Table(cells, records)
 	if len(rows) != 2 || rows[1].VsBase == nil {
 		t.Fatalf("rows %+v", rows)
