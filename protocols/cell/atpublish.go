@@ -1,9 +1,13 @@
 package cell
 
+// What the measured publish starts from: quic-go's connection state and
+// the meshes' latency, both recorded at the publish.
+
 import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/quic-go/quic-go"
+
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 )
@@ -75,8 +79,8 @@ func quantileOf(v []float64, q float64) float64 {
 // meshLatency is the mean one-way latency (ms) of the mesh links on the
 // first topic at the publish, over every node's mesh, and of the dial
 // graph's edges for comparison: a mesh formed from whichever peers were
-// heard from first leans to near peers.
-// ids are the nodes' peer ids in index order.
+// heard from first leans to near peers. ids are the nodes' peer ids in
+// index order.
 func meshLatency(tracers []*tracer, ids []peer.ID, draw *netmodel.Draw, g *netmodel.Graph) (mesh, graph float64) {
 	idx := make(map[peer.ID]int, len(ids))
 	for i, id := range ids {
