@@ -440,20 +440,6 @@ func profileFor(backend string) (string, error) {
 	return "", fmt.Errorf("backend %q: want harness, twin, shadow or linux", backend)
 }
 
-// SetKnobs applies "name=value" overrides to p in order.
-func SetKnobs(p *cell.Profile, knobs []string) error {
-	for _, kv := range knobs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fmt.Errorf("knob %q: want name=value", kv)
-		}
-		if err := p.Set(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // configFor builds the cell configuration of one reference cell at seed.
 func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed uint64, knobs []string) (cell.Config, error) {
 	name, err := profileFor(col.Backend)
@@ -480,7 +466,7 @@ func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed 
 		err = fmt.Errorf("queue %q under backend %s has no mapping", col.Queue, col.Backend)
 	}
 	if err == nil {
-		err = SetKnobs(&prof, knobs)
+		err = prof.SetKnobs(knobs)
 	}
 	if err != nil {
 		return cell.Config{}, err

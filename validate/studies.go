@@ -245,7 +245,7 @@ func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Con
 	if err != nil {
 		return cell.Config{}, err
 	}
-	if err := SetKnobs(&prof, knobs); err != nil {
+	if err := prof.SetKnobs(knobs); err != nil {
 		return cell.Config{}, err
 	}
 	keys := make([]string, 0, len(v.Knobs))

@@ -214,14 +214,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if *downQ != "" {
 			overrides = append(overrides, "downlink-qdisc="+*downQ)
 		}
-		for _, kv := range overrides {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return usageError{fmt.Errorf("--knob %q: want name=value", kv)}
-			}
-			if err := p.Set(k, v); err != nil {
-				return usageError{fmt.Errorf("--knob: %w", err)}
-			}
+		if err := p.SetKnobs(overrides); err != nil {
+			return usageError{fmt.Errorf("--knob: %w", err)}
 		}
 		// Check the queue assignments here, before any cell starts.
 		for _, a := range []struct{ knob, assign string }{{"uplink-qdisc", p.UpQdisc}, {"downlink-qdisc", p.DownQdisc}, {"host-qdisc", p.HostQdisc}} {

@@ -105,7 +105,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	o.Knobs = *knobs
 	probe, _ := cell.LookupProfile("harness")
-	if err := validate.SetKnobs(&probe, o.Knobs); err != nil {
+	if err := probe.SetKnobs(o.Knobs); err != nil {
 		return usageError{fmt.Errorf("--knob: %w", err)}
 	}
 	env, err := cellEnv(*procs, *gogc, *memLimit)

@@ -335,6 +335,20 @@ func (p *Profile) Set(name, value string) error {
 	return fmt.Errorf("unknown knob %q; valid: %s", name, strings.Join(names, ", "))
 }
 
+// SetKnobs applies "name=value" overrides in order.
+func (p *Profile) SetKnobs(kvs []string) error {
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("knob %q: want name=value", kv)
+		}
+		if err := p.Set(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Knobs returns every knob's value, for records.
 func (p *Profile) Knobs() map[string]string {
 	m := make(map[string]string, len(knobs))
