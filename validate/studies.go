@@ -131,8 +131,11 @@ func Studies() []Study {
 				{Label: "warm, publish at once", Profile: "harness", Warmup: cell.Warmup{Kind: "streams", Stream: 320 << 10}},
 				{Label: "warm, 1 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "streams", Stream: 320 << 10, Gap: des.Second}},
 				{Label: "warm, 5 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "streams", Stream: 320 << 10, Gap: 5 * des.Second}},
+				{Label: "warm by a payload, 1 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "payload", Gap: des.Second}},
 			},
-			Note: "The warm-up ends when every dummy stream has arrived; the gap is counted from there.",
+			Note: "The warm-up ends when every dummy stream has arrived (or every receiver has the warm-up payload); the gap is counted from there. " +
+				"The cwnd and lost columns are quic-go's state at the publish: the report's 320 KiB streams all start at once, overflow every queue, " +
+				"and leave the windows below quic-go's initial 40 KiB (it does not restart a window after idle); a payload warm-up of the arm's own shape does not.",
 		},
 		{
 			Name:     "pie",
@@ -281,6 +284,12 @@ type StudyRow struct {
 	P50Range     Spread
 	Dups, RxNode float64 // medians across seeds
 	QueueDrops   float64 // median across seeds of queue drops, all nodes
+	// CwndKiB and LostBefore describe quic-go's connections at the
+	// publish (Record.ConnAtPublish): the median across seeds of each
+	// cell's median congestion window, and of the packets lost before the
+	// publish (setup and warm-up), over every connection end. NaN when no
+	// record has them (TCP cells).
+	CwndKiB, LostBefore float64
 	// VsBase is the median of the per-seed differences of the study's
 	// statistic (CompareStat) from the baseline variant in percent, with
 	// the seeds' range; unset for the baseline.
@@ -294,7 +303,7 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 	for _, c := range cells {
 		row := StudyRow{Variant: s.Variants[c.Variant].Label, Arm: c.Arm.Published}
 		var p50, p99 []Value
-		var dups, rx, drops []float64
+		var dups, rx, drops, cwnd, lost []float64
 		bySeed := map[int]Value{}
 		for i, cfg := range c.Configs {
 			r := records[cfg.Key()]
@@ -308,6 +317,14 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			dups = append(dups, float64(r.Dups))
 			rx = append(rx, r.RxNodeBytes)
 			drops = append(drops, float64(r.Drops["queue"]))
+			if cs := r.ConnAtPublish; cs != nil {
+				cwnd = append(cwnd, cs.CwndKiBP50)
+				lost = append(lost, float64(cs.PacketsLost))
+			}
+		}
+		row.CwndKiB, row.LostBefore = math.NaN(), math.NaN()
+		if len(cwnd) > 0 {
+			row.CwndKiB, row.LostBefore = median(cwnd), median(lost)
 		}
 		row.Seeds = len(p50)
 		if row.Seeds > 0 {
@@ -373,7 +390,7 @@ func (s Study) Reading(rows []StudyRow) string {
 		fmt.Fprintf(&b, "; %d pairs rest on one seed, with no spread to judge them by", single)
 	}
 	if missing > 0 {
-		fmt.Fprintf(&b, " (%d cells have no records yet)", missing)
+		fmt.Fprintf(&b, " (%d arm-variant pairs have no records yet)", missing)
 	}
 	b.WriteString(".")
 	if len(parts) > 0 {

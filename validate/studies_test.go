@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -163,5 +164,36 @@ func TestStudyWithArms(t *testing.T) {
 	b, _ := LookupStudy("b-tail")
 	if _, err := b.WithArms([]string{"c32"}); err == nil {
 		t.Fatal("b-tail accepted an arm it does not run")
+	}
+}
+
+// The study table carries quic-go's state at the publish: the median
+// across seeds of each cell's median window and of its packets lost
+// before the publish, and NaN where no record has it (TCP cells).
+func TestStudyTableConnState(t *testing.T) {
+	s, _ := LookupStudy("warm-gap")
+	s.Variants = s.Variants[:2]
+	s.Arms = s.Arms[:1]
+	cells, records := fakeStudyRecords(t, s, func(variant, seed int) (p50, p99 float64) { return 1, 2 })
+	for _, c := range cells {
+		if c.Variant == 0 {
+			continue // the baseline's records have no connection state
+		}
+		for i, cfg := range c.Configs {
+			records[cfg.Key()].ConnAtPublish = &cell.ConnState{
+				CwndKiBP50:  []float64{20, 22}[i],
+				PacketsLost: []uint64{1000, 3000}[i],
+			}
+		}
+	}
+	rows := s.Table(cells, records)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	if !math.IsNaN(rows[0].CwndKiB) || !math.IsNaN(rows[0].LostBefore) {
+		t.Fatalf("baseline without connection state: cwnd %v lost %v, want NaN", rows[0].CwndKiB, rows[0].LostBefore)
+	}
+	if rows[1].CwndKiB != 21 || rows[1].LostBefore != 2000 {
+		t.Fatalf("warm row: cwnd %v KiB lost %v, want the seeds' medians 21 and 2000", rows[1].CwndKiB, rows[1].LostBefore)
 	}
 }

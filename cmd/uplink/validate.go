@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -404,11 +405,15 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	runErr := run(todo, records)
 	rows := st.Table(cells, records)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tvs baseline (%s, per seed)\tdups\trx/node\tqueue drops\t\n", st.CompareStat())
+	fmt.Fprintf(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tvs baseline (%s, per seed)\tdups\trx/node\tqueue drops\tcwnd at publish\tlost before\t\n", st.CompareStat())
 	for _, r := range rows {
 		if r.Seeds == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t0\t-\t-\t-\tnot run\t-\t-\t-\t\n", r.Variant, r.Arm)
+			fmt.Fprintf(tw, "%s\t%s\t0\t-\t-\t-\tnot run\t-\t-\t-\t-\t-\t\n", r.Variant, r.Arm)
 			continue
+		}
+		cwnd, lost := "-", "-"
+		if !math.IsNaN(r.CwndKiB) {
+			cwnd, lost = fmt.Sprintf("%.1f KiB", r.CwndKiB), fmt.Sprintf("%.0f", r.LostBefore)
 		}
 		vs := "baseline"
 		if r.VsBase != nil {
@@ -416,9 +421,9 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 		} else if r.Variant != st.Variants[0].Label {
 			vs = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%.0f\t%s\t%.0f\t\n", r.Variant, r.Arm, r.Seeds,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%.0f\t%s\t%.0f\t%s\t%s\t\n", r.Variant, r.Arm, r.Seeds,
 			fmtValue(r.P50, "s"), fmtValue(r.P50Range.Lo, "s"), fmtValue(r.P50Range.Hi, "s"), fmtValue(r.P99, "s"), vs,
-			r.Dups, validate.FormatBytes(r.RxNode), r.QueueDrops)
+			r.Dups, validate.FormatBytes(r.RxNode), r.QueueDrops, cwnd, lost)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "\nreading: %s\n", st.Reading(rows))
