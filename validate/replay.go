@@ -163,7 +163,7 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 			return nil, fmt.Errorf("replay %s: %w", name, err)
 		}
 	}
-	p := &Plan{Table: name, Shrunk: o.N != 0 || o.Seeds != nil}
+	p := &Plan{Table: name}
 	byKey := map[string]*ReplayCell{}
 	cellOf := func(arm arms.Arm, col Column, r RefRow) (*ReplayCell, error) {
 		n, seeds := r.N, seedsOf(r.Seeds)
@@ -172,6 +172,9 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 		}
 		if o.Seeds != nil {
 			seeds = o.Seeds
+		}
+		if n != r.N || !slices.Equal(seeds, seedsOf(r.Seeds)) {
+			p.Shrunk = true // the table's own size and seeds, given again, are not a shrink
 		}
 		key := fmt.Sprint(arm.Name, col, n, r.PayloadBytes, seeds)
 		if c := byKey[key]; c != nil {

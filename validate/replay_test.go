@@ -67,6 +67,14 @@ func TestPlanAppendixD(t *testing.T) {
 	if len(p.Cells) != 2 || !p.Shrunk || p.Cells[0].Configs[0].N != 20 || p.Cells[0].Configs[0].Degree != 19 {
 		t.Fatalf("shrunk plan: %d cells, shrunk %v, N %d degree %d", len(p.Cells), p.Shrunk, p.Cells[0].Configs[0].N, p.Cells[0].Configs[0].Degree)
 	}
+	// The table's own size and seeds, given again, are not a shrink.
+	p, err = PlanTable("appendix_d_home", PlanOptions{N: 500, Seeds: []uint64{7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Backends: []string{"harness"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Shrunk {
+		t.Fatal("the table's own 500 nodes and seeds 7 to 16 marked the plan shrunk")
+	}
 	if _, err := PlanTable("appendix_d_home", PlanOptions{Arms: []string{"nope"}}); err == nil {
 		t.Fatal("an unknown arm should be refused")
 	}
