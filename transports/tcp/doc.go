@@ -56,7 +56,11 @@
 // tp->reordering to the reordering it sees). Lost retransmissions are detected by Linux's pre-RACK rule
 // (SACKed data sent after them); not modelled: RACK-TLP itself (a tail
 // loss waits for the retransmission timer), F-RTO and undo of spurious reductions, D-SACK,
-// ECN, Nagle (Go sets TCP_NODELAY), urgent data, simultaneous open,
+// ECN, Nagle (Go sets TCP_NODELAY), Linux's slow-start restart after
+// idle (tcp_slow_start_after_idle, on by default: a connection idle
+// longer than its RTO sends again from the restart window; here it keeps
+// the window it had, which matters for warm-up conditions with a drain
+// gap), urgent data, simultaneous open,
 // Linux's rcv_ssthresh window clamping and receive-side silly-window
 // rounding beyond whole-segment windows.
 package tcp
