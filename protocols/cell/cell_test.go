@@ -88,20 +88,28 @@ func TestRouterStartKnob(t *testing.T) {
 }
 
 // TestTCPKnobs: the TCP preset follows the profile (shadow: Shadow's Reno,
-// unpaced; kernel and harness: CUBIC, paced); cc and pacing override the
-// preset's fields and report the values in effect.
+// unpaced, no restart after idle; kernel and harness: CUBIC, paced,
+// Linux's restart); cc, pacing and idle-restart override the preset's
+// fields and report the values in effect.
 func TestTCPKnobs(t *testing.T) {
-	want := map[string][3]string{
-		"shadow":  {"shadow", "shadow-reno", "off"},
-		"kernel":  {"linux", "cubic", "on"},
-		"harness": {"linux", "cubic", "on"},
+	want := map[string][4]string{
+		"shadow":  {"shadow", "shadow-reno", "off", "off"},
+		"kernel":  {"linux", "cubic", "on", "on"},
+		"harness": {"linux", "cubic", "on", "on"},
 	}
 	for name, w := range want {
 		p, _ := LookupProfile(name)
 		k := p.Knobs()
-		if got := [3]string{k["tcp"], k["cc"], k["pacing"]}; got != w {
-			t.Errorf("%s: tcp, cc, pacing = %v; want %v", name, got, w)
+		if got := [4]string{k["tcp"], k["cc"], k["pacing"], k["idle-restart"]}; got != w {
+			t.Errorf("%s: tcp, cc, pacing, idle-restart = %v; want %v", name, got, w)
 		}
+	}
+	// The knob left at the preset's value keeps the cell key.
+	kp, _ := LookupProfile("kernel")
+	key := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kp}.Key()
+	kp.Set("idle-restart", "off")
+	if (Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kp}.Key()) == key {
+		t.Error("idle-restart=off did not change the kernel profile's cell key")
 	}
 	p, _ := LookupProfile("shadow")
 	if err := p.Set("tcp", "linux"); err != nil {
@@ -111,8 +119,8 @@ func TestTCPKnobs(t *testing.T) {
 		t.Fatalf("after tcp=linux: cc %s, pacing %s; want the Linux preset's cubic, on", k["cc"], k["pacing"])
 	}
 	for kv, bad := range map[[2]string]bool{
-		{"cc", "newreno"}: false, {"pacing", "off"}: false,
-		{"cc", "bbr"}: true, {"pacing", "maybe"}: true, {"tcp", "freebsd"}: true,
+		{"cc", "newreno"}: false, {"pacing", "off"}: false, {"idle-restart", "off"}: false,
+		{"cc", "bbr"}: true, {"pacing", "maybe"}: true, {"tcp", "freebsd"}: true, {"idle-restart", "1"}: true,
 	} {
 		if err := p.Set(kv[0], kv[1]); (err != nil) != bad {
 			t.Errorf("Set(%s, %s): %v", kv[0], kv[1], err)
@@ -123,8 +131,8 @@ func TestTCPKnobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	lin := tcp.LinuxConfig()
-	if c.CongestionControl != tcp.NewReno || c.Pacing || c.Seed != 5 || c.DelayedAck != lin.DelayedAck || !c.SACK {
-		t.Fatalf("tcp=linux cc=newreno pacing=off gave %+v", c)
+	if c.CongestionControl != tcp.NewReno || c.Pacing || c.SlowStartAfterIdle || c.Seed != 5 || c.DelayedAck != lin.DelayedAck || !c.SACK {
+		t.Fatalf("tcp=linux cc=newreno pacing=off idle-restart=off gave %+v", c)
 	}
 	bad := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: Profile{TCP: "bsd"}}
 	bad.Defaults()

@@ -47,6 +47,10 @@ type Profile struct {
 	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
 	// of the preset stays.
 	CC, Pacing string
+	// IdleRestart, when set, overrides the preset's restart after idle
+	// (tcp.Config.SlowStartAfterIdle: on for linux, off for shadow); ""
+	// keeps the preset's, and cell keys as they were before the knob.
+	IdleRestart string `json:",omitempty"`
 }
 
 // The profiles, knob by knob with the source of each value (backends.md
@@ -267,6 +271,20 @@ var knobs = []knob{
 			p.Pacing = v
 			return nil
 		}},
+	{"idle-restart", "TCP window restart after an idle RTO (Linux's tcp_slow_start_after_idle), over the tcp preset's: on or off",
+		func(p *Profile) string {
+			if c, err := p.tcpConfig(0); err == nil {
+				return onOff(c.SlowStartAfterIdle)
+			}
+			return p.IdleRestart
+		},
+		func(p *Profile, v string) error {
+			if v != "on" && v != "off" {
+				return fmt.Errorf("knob idle-restart=%q: valid values: on, off", v)
+			}
+			p.IdleRestart = v
+			return nil
+		}},
 }
 
 var (
@@ -282,8 +300,9 @@ func onOff(b bool) string {
 }
 
 // tcpConfig is the TCP model of Transport "tcp": the tcp preset with the
-// cc and pacing overrides, its initial sequence numbers derived from seed.
-// The knobs cc and pacing report its values.
+// cc, pacing and idle-restart overrides, its initial sequence numbers
+// derived from seed. The knobs cc, pacing and idle-restart report its
+// values.
 func (p *Profile) tcpConfig(seed uint64) (tcp.Config, error) {
 	var c tcp.Config
 	switch p.TCP {
@@ -307,6 +326,13 @@ func (p *Profile) tcpConfig(seed uint64) (tcp.Config, error) {
 		c.Pacing = p.Pacing == "on"
 	default:
 		return tcp.Config{}, fmt.Errorf("knob pacing=%q: valid values: on, off", p.Pacing)
+	}
+	switch p.IdleRestart {
+	case "":
+	case "on", "off":
+		c.SlowStartAfterIdle = p.IdleRestart == "on"
+	default:
+		return tcp.Config{}, fmt.Errorf("knob idle-restart=%q: valid values: on, off", p.IdleRestart)
 	}
 	c.Seed = seed
 	return c, nil

@@ -200,3 +200,62 @@ func TestPacingRate(t *testing.T) {
 	cc.ssthresh = cc.cwnd // as after HyStart
 	check(1.2)
 }
+
+// TestSlowStartAfterIdle follows Linux's selftest
+// tcp_slow_start_slow-start-after-idle.pkt: a connection whose window grew
+// in slow start, written to again after an idle period, restarts from
+// min(cwnd, IW) with the window halved once per RTO of idle beyond the
+// first (tcp_cwnd_restart); an idle period shorter than the RTO changes
+// nothing, and neither does Shadow's TCP, which has no restart.
+func TestSlowStartAfterIdle(t *testing.T) {
+	cases := []struct {
+		name  string
+		idle  func(rto des.Time) des.Time // after the last data segment left
+		want  func(cwnd int) int
+		linux bool
+	}{
+		{"shorter than the RTO", func(rto des.Time) des.Time { return rto - des.Millisecond }, func(c int) int { return c }, true},
+		{"between one and two RTOs", func(rto des.Time) des.Time { return rto * 3 / 2 }, func(c int) int { return c / 2 }, true},
+		{"two seconds", func(des.Time) des.Time { return 2 * des.Second }, func(int) int { return 10 }, true},
+		{"two seconds, Shadow's TCP", func(des.Time) des.Time { return 2 * des.Second }, func(c int) int { return c }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := LinuxConfig()
+			if !tc.linux {
+				cfg = ShadowConfig()
+			}
+			cfg = bigBuffers(cfg)
+			tn := newTestNet(t, cfg, netmodel.Config{Latency: netmodel.FixedLatency(50 * des.Millisecond)}, link{}, link{})
+			f := tn.startFlow(0, 1, 80, 60000, 3)
+			f.noClose = true
+			s := &f.cli.snd
+			for step := des.Millisecond; (f.read < 60000 || s.segs.n > 0) && tn.sim.Now() < 5*des.Second; {
+				tn.sim.RunUntil(tn.sim.Now() + step) // until the last ACK: the idle time starts before it
+			}
+			if f.read != 60000 || s.segs.n != 0 {
+				t.Fatalf("first transfer: read %d of 60000, %d segments in flight", f.read, s.segs.n)
+			}
+			cwnd, ssthresh, rto := s.cc.Cwnd(), s.cc.Ssthresh(), s.rtt.current()
+			if cwnd < 22 || ssthresh != InfiniteSsthresh {
+				t.Fatalf("after the first transfer cwnd %d ssthresh %d; the test needs slow start past 2 × IW", cwnd, ssthresh)
+			}
+			at := s.lastDataSent + tc.idle(rto)
+			if at <= tn.sim.Now() {
+				t.Fatalf("write at %v is before now %v", at, tn.sim.Now())
+			}
+			var got, gotSsthresh int
+			tn.sample(at, at, 1, func(now des.Time) {
+				if _, err := f.cli.Write(make([]byte, 1000), now); err != nil {
+					t.Fatal(err)
+				}
+				got, gotSsthresh = s.cc.Cwnd(), s.cc.Ssthresh()
+			})
+			tn.sim.RunUntil(at + des.Second)
+			if want := tc.want(cwnd); got != want || gotSsthresh != InfiniteSsthresh {
+				t.Fatalf("cwnd %d (ssthresh %d) before, %d (ssthresh %d) after %v idle with RTO %v; want %d, ssthresh unchanged",
+					cwnd, ssthresh, got, gotSsthresh, tc.idle(rto), rto, want)
+			}
+		})
+	}
+}

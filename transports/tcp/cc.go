@@ -78,6 +78,11 @@ type CongestionControl interface {
 	// timeout belongs to a loss episode the window was already reduced
 	// for (a repeated timeout, or one during fast recovery).
 	OnRTO(ev *AckEvent, reduce bool)
+	// SetWindow sets the window and the slow-start threshold from outside
+	// the controller's own rules: the sender's restart after idle (Linux's
+	// tcp_cwnd_restart writes snd_cwnd and snd_ssthresh directly; none of
+	// the model's controllers reacts to CA_EVENT_CWND_RESTART).
+	SetWindow(cwnd, ssthresh int)
 	// Classic selects Reno's recovery (RFC 5681 §3.2): fast recovery ends
 	// with the first ACK of new data, and any three duplicate ACKs start
 	// it again. False selects NewReno's (RFC 6582), as Linux has it:

@@ -94,10 +94,11 @@ func NewCubic(iw int, hystart bool) *CubicCC {
 	return &CubicCC{cwnd: iw, ssthresh: InfiniteSsthresh, hystart: hystart}
 }
 
-func (c *CubicCC) Name() string  { return CUBIC }
-func (c *CubicCC) Cwnd() int     { return c.cwnd }
-func (c *CubicCC) Ssthresh() int { return c.ssthresh }
-func (c *CubicCC) Classic() bool { return false }
+func (c *CubicCC) Name() string                 { return CUBIC }
+func (c *CubicCC) Cwnd() int                    { return c.cwnd }
+func (c *CubicCC) Ssthresh() int                { return c.ssthresh }
+func (c *CubicCC) SetWindow(cwnd, ssthresh int) { c.cwnd, c.ssthresh = cwnd, ssthresh }
+func (c *CubicCC) Classic() bool                { return false }
 
 // WMax is CUBIC's last maximum window (last_max_cwnd), in segments.
 func (c *CubicCC) WMax() int { return int(c.lastMaxCwnd) }

@@ -32,10 +32,11 @@ func NewNewReno(iw int, sack bool) *NewRenoCC {
 	return &NewRenoCC{cwnd: iw, ssthresh: InfiniteSsthresh, inflate: !sack}
 }
 
-func (c *NewRenoCC) Name() string  { return NewReno }
-func (c *NewRenoCC) Cwnd() int     { return c.cwnd }
-func (c *NewRenoCC) Ssthresh() int { return c.ssthresh }
-func (c *NewRenoCC) Classic() bool { return false }
+func (c *NewRenoCC) Name() string                 { return NewReno }
+func (c *NewRenoCC) Cwnd() int                    { return c.cwnd }
+func (c *NewRenoCC) Ssthresh() int                { return c.ssthresh }
+func (c *NewRenoCC) SetWindow(cwnd, ssthresh int) { c.cwnd, c.ssthresh = cwnd, ssthresh }
+func (c *NewRenoCC) Classic() bool                { return false }
 
 func (c *NewRenoCC) OnAck(ev *AckEvent) {
 	if !ev.CwndLimited || ev.Delivered <= 0 {

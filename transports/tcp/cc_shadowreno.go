@@ -31,10 +31,11 @@ func NewShadowReno(iw int, sack bool) *ShadowRenoCC {
 	return &ShadowRenoCC{iw: iw, cwnd: iw, ssthresh: InfiniteSsthresh, inflate: !sack}
 }
 
-func (c *ShadowRenoCC) Name() string  { return ShadowReno }
-func (c *ShadowRenoCC) Cwnd() int     { return c.cwnd }
-func (c *ShadowRenoCC) Ssthresh() int { return c.ssthresh }
-func (c *ShadowRenoCC) Classic() bool { return true }
+func (c *ShadowRenoCC) Name() string                 { return ShadowReno }
+func (c *ShadowRenoCC) Cwnd() int                    { return c.cwnd }
+func (c *ShadowRenoCC) Ssthresh() int                { return c.ssthresh }
+func (c *ShadowRenoCC) SetWindow(cwnd, ssthresh int) { c.cwnd, c.ssthresh = cwnd, ssthresh }
+func (c *ShadowRenoCC) Classic() bool                { return true }
 
 func (c *ShadowRenoCC) OnAck(ev *AckEvent) {
 	n := ev.Acked

@@ -68,6 +68,14 @@ type Config struct {
 	// HyStart enables CUBIC's hybrid slow start (Linux's ack-train and
 	// delay-increase detectors).
 	HyStart bool
+	// SlowStartAfterIdle is Linux's tcp_slow_start_after_idle (on by
+	// default), RFC 2861's restart: data written when nothing is in flight
+	// and no data segment has left for longer than the RTO restarts from
+	// at most InitialCwnd segments, the window halved once per RTO of
+	// idle time beyond the first (tcp_cwnd_restart), and ssthresh raised
+	// to at least 3/4 of the old window. Shadow's TCP has no such rule
+	// (its Reno reacts to new ACKs, duplicate ACKs and timeouts only).
+	SlowStartAfterIdle bool
 	// SACK offers and uses selective acknowledgements (RFC 2018) and
 	// SACK-based loss recovery (RFC 6675); both ends must enable it.
 	SACK bool
@@ -125,31 +133,32 @@ type Config struct {
 // 4 194 304), min RTO 200 ms.
 func LinuxConfig() Config {
 	return Config{
-		CongestionControl: CUBIC,
-		InitialCwnd:       10,
-		HyStart:           true,
-		SACK:              true,
-		MSS:               1460,
-		Pacing:            true,
-		PacingSSRatio:     200,
-		PacingCARatio:     120,
-		PacingUnpaced:     10,
-		DelayedAck:        DelAckLinux,
-		DelAckTimeout:     40 * des.Millisecond,
-		QuickAcks:         16,
-		Autotune:          AutotuneLinux,
-		SendBuffer:        BufferSizes{4096, 16384, 4194304},
-		RecvBuffer:        BufferSizes{4096, 131072, 6291456},
-		AdvWinScale:       1,
-		RTOInitial:        des.Second,
-		RTOMin:            200 * des.Millisecond,
-		RTOMax:            120 * des.Second,
-		RTOVarFloor:       true,
-		SynRetries:        6,
-		Retries:           15,
-		TimeWait:          60 * des.Second,
-		FinTimeout:        60 * des.Second,
-		Backlog:           4096,
+		CongestionControl:  CUBIC,
+		InitialCwnd:        10,
+		HyStart:            true,
+		SlowStartAfterIdle: true,
+		SACK:               true,
+		MSS:                1460,
+		Pacing:             true,
+		PacingSSRatio:      200,
+		PacingCARatio:      120,
+		PacingUnpaced:      10,
+		DelayedAck:         DelAckLinux,
+		DelAckTimeout:      40 * des.Millisecond,
+		QuickAcks:          16,
+		Autotune:           AutotuneLinux,
+		SendBuffer:         BufferSizes{4096, 16384, 4194304},
+		RecvBuffer:         BufferSizes{4096, 131072, 6291456},
+		AdvWinScale:        1,
+		RTOInitial:         des.Second,
+		RTOMin:             200 * des.Millisecond,
+		RTOMax:             120 * des.Second,
+		RTOVarFloor:        true,
+		SynRetries:         6,
+		Retries:            15,
+		TimeWait:           60 * des.Second,
+		FinTimeout:         60 * des.Second,
+		Backlog:            4096,
 	}
 }
 
@@ -162,6 +171,7 @@ func ShadowConfig() Config {
 	c := LinuxConfig()
 	c.CongestionControl = ShadowReno
 	c.HyStart = false
+	c.SlowStartAfterIdle = false
 	c.SACK = false
 	c.Pacing = false
 	c.DelayedAck = DelAckShadow

@@ -25,7 +25,8 @@
 //     counters (packets out, SACKed, lost, retransmitted), fast retransmit
 //     on three duplicate ACKs, NewReno partial ACKs (RFC 6582), SACK loss
 //     marking (RFC 6675), the retransmission timer (RFC 6298, Karn's rule,
-//     exponential backoff), zero-window probes, pacing.
+//     exponential backoff), zero-window probes, pacing, the restart
+//     after idle (Linux's tcp_slow_start_after_idle, RFC 2861).
 //   - receiver.go: reassembly in one ring, the advertised window (never
 //     shrinking its right edge), SACK blocks (RFC 2018), delayed ACKs
 //     (Linux's or Shadow's), receive-buffer autotuning (Linux's DRS or
@@ -56,11 +57,8 @@
 // tp->reordering to the reordering it sees). Lost retransmissions are detected by Linux's pre-RACK rule
 // (SACKed data sent after them); not modelled: RACK-TLP itself (a tail
 // loss waits for the retransmission timer), F-RTO and undo of spurious reductions, D-SACK,
-// ECN, Nagle (Go sets TCP_NODELAY), Linux's slow-start restart after
-// idle (tcp_slow_start_after_idle, on by default: a connection idle
-// longer than its RTO sends again from the restart window; here it keeps
-// the window it had, which matters for warm-up conditions with a drain
-// gap), urgent data, simultaneous open,
+// ECN, Nagle (Go sets TCP_NODELAY), CUBIC's shift of its epoch over
+// idle time (CA_EVENT_TX_START), urgent data, simultaneous open,
 // Linux's rcv_ssthresh window clamping and receive-side silly-window
 // rounding beyond whole-segment windows.
 package tcp

@@ -165,6 +165,7 @@ func (ep *Endpoint) Write(b []byte, now des.Time) (int, error) {
 	}
 	n := ep.snd.write(b)
 	if n > 0 {
+		ep.snd.restartAfterIdle(now)
 		ep.snd.trySend(now)
 	}
 	if n < len(b) {

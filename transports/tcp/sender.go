@@ -80,6 +80,7 @@ type sender struct {
 	probes        int
 
 	writerBlocked bool
+	lastDataSent  des.Time // lsndtime: when a segment carrying data last left
 }
 
 func (s *sender) init(ep *Endpoint) {
@@ -101,6 +102,7 @@ func (s *sender) established(now des.Time) {
 	}
 	s.recover, s.lostMarkedTo, s.rtxHint = s.una, s.una, s.una
 	s.cwndUsageSeq = s.una
+	s.lastDataSent = now // as Linux at the handshake: no restart on the first data
 	switch ep.cfg.Autotune {
 	case AutotuneLinux:
 		s.expandLinux() // tcp_init_buffer_space
@@ -122,6 +124,29 @@ func (s *sender) write(b []byte) int {
 	s.buf.copyIn(s.bufLen, b[:n])
 	s.bufLen += n
 	return n
+}
+
+// restartAfterIdle is Linux's tcp_slow_start_after_idle_check, run when
+// the application queues data (tcp_skb_entail): with nothing in flight and
+// no data segment sent for longer than the RTO, the window restarts
+// (tcp_cwnd_restart, Config.SlowStartAfterIdle).
+func (s *sender) restartAfterIdle(now des.Time) {
+	if !s.ep.cfg.SlowStartAfterIdle || s.segs.n > 0 {
+		return
+	}
+	idle, rto := now-s.lastDataSent, s.rtt.current()
+	if idle <= rto {
+		return
+	}
+	cwnd, ssthresh := s.cc.Cwnd(), s.cc.Ssthresh()
+	if s.ca == caOpen {
+		ssthresh = max(ssthresh, cwnd>>1+cwnd>>2) // tcp_current_ssthresh
+	}
+	restart := min(s.ep.cfg.InitialCwnd, cwnd)
+	for idle -= rto; idle > 0 && cwnd > restart; idle -= rto {
+		cwnd >>= 1
+	}
+	s.cc.SetWindow(max(cwnd, restart), ssthresh)
 }
 
 // trySend transmits what the congestion window, the peer's window and the
@@ -278,6 +303,9 @@ func (s *sender) xmit(sg *segment, now des.Time) {
 		payload = s.buf.view(sg.seq.Sub(s.una), int(sg.len), ep.eng.scratch)
 	}
 	ep.output(flags, sg.seq, payload, now)
+	if sg.len > 0 {
+		s.lastDataSent = now
+	}
 	if s.ca == caRecovery {
 		s.prrOut++
 	}
