@@ -259,3 +259,44 @@ func TestSlowStartAfterIdle(t *testing.T) {
 		})
 	}
 }
+
+// txRecorder is CUBIC that records its CA_EVENT_TX_START calls.
+type txRecorder struct {
+	*CubicCC
+	calls [][2]des.Time
+}
+
+func (r *txRecorder) TxStart(lastSent, now des.Time) {
+	r.calls = append(r.calls, [2]des.Time{lastSent, now})
+	r.CubicCC.TxStart(lastSent, now)
+}
+
+// TestTxStartAfterIdle: the sender tells the controller when data leaves
+// with nothing in flight (tcp_event_data_sent's CA_EVENT_TX_START): at the
+// first segment, and after an idle period, with the time the last data
+// segment left; never while segments are in flight.
+func TestTxStartAfterIdle(t *testing.T) {
+	rec := &txRecorder{}
+	cfg := bigBuffers(LinuxConfig())
+	cfg.NewCongestionControl = func(iw int, sack bool) CongestionControl {
+		rec.CubicCC = NewCubic(iw, true)
+		return rec
+	}
+	tn := newTestNet(t, cfg, netmodel.Config{Latency: netmodel.FixedLatency(50 * des.Millisecond)}, link{}, link{})
+	f := tn.startFlow(0, 1, 80, 60000, 3)
+	f.noClose = true
+	tn.sim.RunUntil(2 * des.Second)
+	last := f.cli.snd.lastDataSent
+	if f.read != 60000 || len(rec.calls) != 1 {
+		t.Fatalf("first transfer: read %d of 60000, %d TX_START events %v; want one, at the first segment", f.read, len(rec.calls), rec.calls)
+	}
+	tn.sample(3*des.Second, 3*des.Second, 1, func(now des.Time) {
+		if _, err := f.cli.Write(make([]byte, 1000), now); err != nil {
+			t.Fatal(err)
+		}
+	})
+	tn.sim.RunUntil(4 * des.Second)
+	if len(rec.calls) != 2 || rec.calls[1] != [2]des.Time{last, 3 * des.Second} {
+		t.Fatalf("TX_START events %v; want a second one with the last segment's time %v and now 3s", rec.calls, last)
+	}
+}

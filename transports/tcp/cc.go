@@ -53,6 +53,12 @@ type AckEvent struct {
 	Paced bool
 }
 
+// txStarter is a controller that reacts when data leaves with nothing in
+// flight (Linux's CA_EVENT_TX_START); CUBIC does.
+type txStarter interface {
+	TxStart(lastSent, now des.Time)
+}
+
 // CongestionControl is a congestion-window policy. The sender calls it
 // from model events; it detects losses itself (duplicate ACKs, SACK, the
 // retransmission timer) and only asks the controller how the window

@@ -203,6 +203,19 @@ func (c *CubicCC) congAvoidAI(w, acked int) {
 	}
 }
 
+// TxStart is cubictcp_cwnd_event(CA_EVENT_TX_START): data leaves with
+// nothing in flight, the last data segment having left at lastSent. The
+// epoch moves forward by the idle time, so the window goes on along the
+// cubic curve from where it stopped instead of jumping to where the curve
+// got to meanwhile (Linux since 4.3, "better follow cubic curve after
+// idle period"), never past now.
+func (c *CubicCC) TxStart(lastSent, now des.Time) {
+	j := jiffies(now)
+	if delta := j - jiffies(lastSent); c.epochValid && delta > 0 {
+		c.epochStart = min(c.epochStart+delta, j)
+	}
+}
+
 // update is bictcp_update: it sets cnt, the ACKed segments per +1.
 func (c *CubicCC) update(cwnd, acked uint32, now des.Time) {
 	j := jiffies(now)

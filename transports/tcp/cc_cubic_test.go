@@ -175,3 +175,29 @@ func TestHyStart(t *testing.T) {
 		t.Fatal("paced ack train must fire past 40 ms (min delay) and not before")
 	}
 }
+
+// TestCubicTxStart: data leaving with nothing in flight moves CUBIC's
+// epoch forward by the idle time since the last data segment, never past
+// now, and only once an epoch has started (cubictcp_cwnd_event).
+func TestCubicTxStart(t *testing.T) {
+	ms := func(n int64) des.Time { return des.Time(n) * des.Millisecond }
+	c := NewCubic(10, false)
+	c.TxStart(ms(1000), ms(1500))
+	if c.epochValid || c.epochStart != 0 {
+		t.Fatalf("no epoch yet: epoch %v start %d; want none", c.epochValid, c.epochStart)
+	}
+	c.epochValid, c.epochStart = true, 1000
+	c.TxStart(ms(1500), ms(2000)) // 500 ms idle
+	if c.epochStart != 1500 {
+		t.Fatalf("epoch start %d ms after 500 ms idle from 1000; want 1500", c.epochStart)
+	}
+	c.epochStart = 1900
+	c.TxStart(ms(1000), ms(2000)) // 1 s idle would move it past now
+	if c.epochStart != 2000 {
+		t.Fatalf("epoch start %d ms; want now, 2000", c.epochStart)
+	}
+	c.TxStart(ms(2000), ms(2000)) // no idle time
+	if c.epochStart != 2000 {
+		t.Fatalf("epoch start %d ms after no idle time; want 2000", c.epochStart)
+	}
+}

@@ -57,8 +57,7 @@
 // tp->reordering to the reordering it sees). Lost retransmissions are detected by Linux's pre-RACK rule
 // (SACKed data sent after them); not modelled: RACK-TLP itself (a tail
 // loss waits for the retransmission timer), F-RTO and undo of spurious reductions, D-SACK,
-// ECN, Nagle (Go sets TCP_NODELAY), CUBIC's shift of its epoch over
-// idle time (CA_EVENT_TX_START), urgent data, simultaneous open,
+// ECN, Nagle (Go sets TCP_NODELAY), urgent data, simultaneous open,
 // Linux's rcv_ssthresh window clamping and receive-side silly-window
 // rounding beyond whole-segment windows.
 package tcp

@@ -264,7 +264,19 @@ func (s *sender) nextNew() (n int, fin, ok bool) {
 	return 0, false, false
 }
 
+// txStart is tcp_event_data_sent's CA_EVENT_TX_START, before a data
+// segment leaves: with nothing in flight, the controller hears of the idle
+// time since the last one.
+func (s *sender) txStart(now des.Time) {
+	if c, ok := s.cc.(txStarter); ok && s.inFlight() == 0 {
+		c.TxStart(s.lastDataSent, now)
+	}
+}
+
 func (s *sender) sendNew(n int, fin bool, now des.Time) {
+	if n > 0 {
+		s.txStart(now)
+	}
 	sg := segment{seq: s.nxt, len: int32(n), sent: now}
 	if fin {
 		sg.flags = segFIN
@@ -279,6 +291,9 @@ func (s *sender) sendNew(n int, fin bool, now des.Time) {
 
 func (s *sender) retransmit(i int, now des.Time) {
 	sg := s.segs.at(i)
+	if sg.len > 0 {
+		s.txStart(now)
+	}
 	sg.flags |= segRetrans | segEverRetrans
 	sg.sent = now
 	s.retransOut++
