@@ -185,6 +185,26 @@ func intKnob(name, help string, f func(*Profile) *int) knob {
 		}}
 }
 
+// tcpSwitch is an on/off knob over a field of the tcp preset: f is the
+// profile's override ("" keeps the preset's), inEffect reads the value the
+// TCP model gets.
+func tcpSwitch(name, help string, f func(*Profile) *string, inEffect func(tcp.Config) bool) knob {
+	return knob{name, help,
+		func(p *Profile) string {
+			if c, err := p.tcpConfig(0); err == nil {
+				return onOff(inEffect(c))
+			}
+			return *f(p)
+		},
+		func(p *Profile, v string) error {
+			if v != "on" && v != "off" {
+				return fmt.Errorf("knob %s=%q: valid values: on, off", name, v)
+			}
+			*f(p) = v
+			return nil
+		}}
+}
+
 var knobs = []knob{
 	stringKnob("uplink-qdisc", "queue discipline of every uplink (a queues spec)", func(p *Profile) *string { return &p.UpQdisc }),
 	stringKnob("downlink-qdisc", "queue discipline of every downlink (a queues spec)", func(p *Profile) *string { return &p.DownQdisc }),
@@ -257,34 +277,10 @@ var knobs = []knob{
 			p.CC = v
 			return nil
 		}},
-	{"pacing", "TCP pacing, over the tcp preset's: on or off",
-		func(p *Profile) string {
-			if c, err := p.tcpConfig(0); err == nil {
-				return onOff(c.Pacing)
-			}
-			return p.Pacing
-		},
-		func(p *Profile, v string) error {
-			if v != "on" && v != "off" {
-				return fmt.Errorf("knob pacing=%q: valid values: on, off", v)
-			}
-			p.Pacing = v
-			return nil
-		}},
-	{"idle-restart", "TCP window restart after an idle RTO (Linux's tcp_slow_start_after_idle), over the tcp preset's: on or off",
-		func(p *Profile) string {
-			if c, err := p.tcpConfig(0); err == nil {
-				return onOff(c.SlowStartAfterIdle)
-			}
-			return p.IdleRestart
-		},
-		func(p *Profile, v string) error {
-			if v != "on" && v != "off" {
-				return fmt.Errorf("knob idle-restart=%q: valid values: on, off", v)
-			}
-			p.IdleRestart = v
-			return nil
-		}},
+	tcpSwitch("pacing", "TCP pacing, over the tcp preset's: on or off",
+		func(p *Profile) *string { return &p.Pacing }, func(c tcp.Config) bool { return c.Pacing }),
+	tcpSwitch("idle-restart", "TCP window restart after an idle RTO (Linux's tcp_slow_start_after_idle), over the tcp preset's: on or off",
+		func(p *Profile) *string { return &p.IdleRestart }, func(c tcp.Config) bool { return c.SlowStartAfterIdle }),
 }
 
 var (
