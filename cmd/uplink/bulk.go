@@ -132,6 +132,9 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		opts = append(opts, des.CryptoSeed(*seed))
 	}
 	runtime.GOMAXPROCS(*procs)
+	if err := checkGOGC(*gcPercent); err != nil {
+		return err
+	}
 	debug.SetGCPercent(*gcPercent)
 	stopProfile, err := startCPUProfile(*cpuprofile)
 	if err != nil {

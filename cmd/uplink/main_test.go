@@ -174,6 +174,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"validate", "--table", "appendix_d_home", "--knob", "router-start=at-dawn"}, "--knob: knob router-start"},
 		{[]string{"validate", "--study", "pie", "--knob", "frobs"}, "want name=value"},
 		{[]string{"validate", "--study", "b-tail", "--arm", "c32"}, "study b-tail does not run arm c_32k"},
+		{[]string{"run", "--gogc", "-5"}, "--gogc -5"},
+		{[]string{"validate", "--table", "appendix_d_home", "--gogc", "0"}, "--gogc 0"},
+		{[]string{"bulk", "--gogc", "-1"}, "--gogc -1"},
+		{[]string{"run", "--transport", "tcp", "--knob", "idle-restart=maybe"}, "knob idle-restart"},
 	}
 	checkUsageErrors(t, cases)
 }

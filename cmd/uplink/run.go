@@ -283,6 +283,9 @@ func checkSetupQuantum(q time.Duration) error {
 // cellEnv is the environment of the cell processes: GOMAXPROCS, GOGC and
 // the soft memory limit ("" for none).
 func cellEnv(procs, gogc int, memLimit string) ([]string, error) {
+	if err := checkGOGC(gogc); err != nil {
+		return nil, err
+	}
 	env := append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs), fmt.Sprintf("GOGC=%d", gogc))
 	if memLimit != "" {
 		b, err := parseSize(memLimit)
@@ -292,6 +295,15 @@ func cellEnv(procs, gogc int, memLimit string) ([]string, error) {
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", b))
 	}
 	return env, nil
+}
+
+// checkGOGC refuses a --gogc the collector would read as off (negative)
+// or as collecting without pause (0).
+func checkGOGC(gogc int) error {
+	if gogc < 1 {
+		return usageError{fmt.Errorf("--gogc %d: want a percentage of at least 1, such as 100 or 400 (Go reads a negative GOGC as the collector off)", gogc)}
+	}
+	return nil
 }
 
 // parseSeeds reads "7", "7-16" or "7,9,11".
