@@ -544,6 +544,9 @@ func medianOf(vs []*float64) *float64 {
 }
 
 func printTable(w io.Writer, recs []*cell.Record) {
+	if !slices.ContainsFunc(recs, func(r *cell.Record) bool { return r != nil }) {
+		return // nothing ran (an error says why)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "arm\tprofile\tseed\tp50 s\tp90 s\tp99 s\tlast s\trate@3s\tdups\tpub MiB\twall s\tRSS MiB\t")
 	byProfile := map[string][]*cell.Record{}
