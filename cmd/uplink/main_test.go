@@ -161,6 +161,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--arm", "dtuned"}, "unknown arm"},
 		{[]string{"run", "--warmup", "hot"}, "--warmup"},
 		{[]string{"run", "--warmup", "streams:0"}, "positive size"},
+		{[]string{"run", "--warmup", "streams-seq:x"}, "streams-seq:SIZE"},
 		{[]string{"run", "--drain-gap", "1s"}, "needs --warmup"},
 		{[]string{"run", "--background", "64KiB"}, "SIZE@INTERVAL"},
 		{[]string{"run", "--background", "64KiB@0s"}, "positive duration"},

@@ -70,7 +70,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) and its heap at the end of the delivery into this folder")
-	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) or streams:SIZE (SIZE each way over a dummy stream on every connection; the report's warm cells used 320KiB)")
+	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) streams:SIZE (SIZE each way over a dummy stream on every connection, all at once; the report's warm cells used 320KiB) or streams-seq:SIZE (the same, each node's connections in turn)")
 	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
 	backgroundS := fs.String("background", "", "background load: SIZE@INTERVAL, e.g. 64KiB@100ms: a random node publishes SIZE every INTERVAL on the cell's topic")
 	bgLeadS := fs.String("background-lead", "2s", "how long the background load runs before the measured publish")
@@ -587,7 +587,8 @@ func printTable(w io.Writer, recs []*cell.Record) {
 	tw.Flush()
 }
 
-// parseWarmup reads --warmup (payload, or streams:SIZE) and --drain-gap.
+// parseWarmup reads --warmup (payload, streams:SIZE or streams-seq:SIZE)
+// and --drain-gap.
 func parseWarmup(s, gapS string) (cell.Warmup, error) {
 	gap, err := parseDuration(gapS)
 	if err != nil {
@@ -602,14 +603,14 @@ func parseWarmup(s, gapS string) (cell.Warmup, error) {
 		return cell.Warmup{}, nil
 	case kind == "payload" && !hasSize:
 		return cell.Warmup{Kind: "payload", Gap: gap}, nil
-	case kind == "streams":
+	case kind == "streams" || kind == "streams-seq":
 		n, err := parseSize(size)
 		if err != nil || n < 1 {
-			return cell.Warmup{}, fmt.Errorf("--warmup %q: want streams:SIZE with a positive size, such as streams:320KiB", s)
+			return cell.Warmup{}, fmt.Errorf("--warmup %q: want %s:SIZE with a positive size, such as %s:320KiB", s, kind, kind)
 		}
-		return cell.Warmup{Kind: "streams", Stream: int(n), Gap: gap}, nil
+		return cell.Warmup{Kind: kind, Stream: int(n), Gap: gap}, nil
 	}
-	return cell.Warmup{}, fmt.Errorf("--warmup %q: want payload or streams:SIZE", s)
+	return cell.Warmup{}, fmt.Errorf("--warmup %q: want payload, streams:SIZE or streams-seq:SIZE", s)
 }
 
 // parseBackground reads --background (SIZE@INTERVAL) and --background-lead.

@@ -559,8 +559,8 @@ func Run(cfg Config) (*Record, error) {
 		phaseStart("warmup")
 		ws := live.Now()
 		switch cfg.Warmup.Kind {
-		case "streams":
-			if err := warmStreams(ctx, hosts, cfg.Warmup.Stream); err != nil {
+		case "streams", "streams-seq":
+			if err := warmStreams(ctx, hosts, cfg.Warmup.Stream, cfg.Warmup.Kind == "streams-seq"); err != nil {
 				return nil, fmt.Errorf("cell: %w", err)
 			}
 		case "payload":

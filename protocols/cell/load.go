@@ -30,23 +30,30 @@ import (
 //     other over a dummy stream, and the cell waits until all have
 //     arrived (report.md section 9: 320 KiB per connection, the
 //     bandwidth-delay product of 50 Mbit/s × 50 ms).
+//   - "streams-seq:SIZE": the same bytes, but each node sends to its
+//     peers one at a time (in the order its host lists them), all nodes
+//     at once: each transfer has its sender's uplink nearly to itself, so
+//     its window grows towards the link's bandwidth-delay product instead
+//     of converging on a seventieth of it. report.md does not say whether
+//     its warm-up streams ran at once or in turn; this is the other
+//     reading.
 //
 // The gap is counted from the end of the warm-up, so a gap of 0 still
 // separates the warm-up from the publish; report.md's warm cells
 // published while the warm-up was draining, which is not reproduced.
 type Warmup struct {
-	Kind   string // "", "payload" or "streams"
-	Stream int    // bytes per direction per connection ("streams")
+	Kind   string // "", "payload", "streams" or "streams-seq"
+	Stream int    // bytes per direction per connection ("streams", "streams-seq")
 	Gap    des.Time
 }
 
 // validate checks the mode.
 func (w Warmup) validate() error {
 	switch {
-	case w.Kind != "" && w.Kind != "payload" && w.Kind != "streams":
-		return fmt.Errorf("warm-up %q: want payload or streams:SIZE", w.Kind)
-	case w.Kind == "streams" && w.Stream < 1:
-		return fmt.Errorf("warm-up streams of %d bytes: want a positive size, such as streams:320KiB", w.Stream)
+	case w.Kind != "" && w.Kind != "payload" && w.Kind != "streams" && w.Kind != "streams-seq":
+		return fmt.Errorf("warm-up %q: want payload, streams:SIZE or streams-seq:SIZE", w.Kind)
+	case (w.Kind == "streams" || w.Kind == "streams-seq") && w.Stream < 1:
+		return fmt.Errorf("warm-up %s of %d bytes: want a positive size, such as %s:320KiB", w.Kind, w.Stream, w.Kind)
 	case w.Gap < 0:
 		return fmt.Errorf("warm-up drain gap %v must not be negative", w.Gap.Duration())
 	}
@@ -56,8 +63,8 @@ func (w Warmup) validate() error {
 // String is the mode in a record's words.
 func (w Warmup) String() string {
 	switch w.Kind {
-	case "streams":
-		return "streams:" + sizeName(w.Stream)
+	case "streams", "streams-seq":
+		return w.Kind + ":" + sizeName(w.Stream)
 	default:
 		return w.Kind
 	}
@@ -97,8 +104,9 @@ func (b Background) String() string {
 const warmupProto = "/uplink/warmup/1"
 
 // warmStreams sends size bytes each way over every connection and returns
-// when all have arrived.
-func warmStreams(ctx context.Context, hosts []host.Host, size int) error {
+// when all have arrived: every connection at once, or with inTurn each
+// node's connections one after another (all nodes at once).
+func warmStreams(ctx context.Context, hosts []host.Host, size int, inTurn bool) error {
 	for _, h := range hosts {
 		h.SetStreamHandler(warmupProto, func(s network.Stream) {
 			_, _ = io.Copy(io.Discard, s)
@@ -113,16 +121,33 @@ func warmStreams(ctx context.Context, hosts []host.Host, size int) error {
 	buf := make([]byte, size)
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
+	fail := func(i int, p peer.ID, err error) {
+		select {
+		case errs <- fmt.Errorf("node %d to %s: %w", i, p, err):
+		default:
+		}
+	}
 	for i, h := range hosts {
-		for _, p := range h.Network().Peers() {
+		peers := h.Network().Peers()
+		if inTurn {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, p := range peers {
+					if err := sendWarmup(ctx, h, p, buf); err != nil {
+						fail(i, p, err)
+						return
+					}
+				}
+			}()
+			continue
+		}
+		for _, p := range peers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				if err := sendWarmup(ctx, h, p, buf); err != nil {
-					select {
-					case errs <- fmt.Errorf("node %d to %s: %w", i, p, err):
-					default:
-					}
+					fail(i, p, err)
 				}
 			}()
 		}

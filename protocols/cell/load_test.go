@@ -46,6 +46,36 @@ func TestWarmupStreams(t *testing.T) {
 	})
 }
 
+// TestWarmupStreamsInTurn: the report's 320 KiB per connection, all at
+// once and each node's connections in turn. At once, a node's twelve
+// transfers share its uplink and their windows settle near a twelfth of
+// its bandwidth-delay product; in turn, each has the uplink nearly to
+// itself and its window grows towards the whole of it. So quic-go's median
+// window at the publish is larger after the warm-up in turn, and both take
+// at least the uplink's floor (12 × 320 KiB at 50 Mbit/s).
+func TestWarmupStreamsInTurn(t *testing.T) {
+	var cwnd [2]float64
+	for i, kind := range []string{"streams", "streams-seq"} {
+		synctest.Test(t, func(t *testing.T) {
+			rec := armCell(t, "atuned_32k", func(c *Config) {
+				c.Warmup = Warmup{Kind: kind, Stream: 320 << 10}
+			})
+			floor := 12 * 320 * 1024 * 8 / 50e6
+			if rec.WarmupS < floor || rec.Completed != 29 || rec.ConnAtPublish == nil {
+				t.Fatalf("%s: warm-up %.3f s (floor %.3f s), %d of 29 completed, connection state %v", kind, rec.WarmupS, floor, rec.Completed, rec.ConnAtPublish)
+			}
+			if want := kind + ":320KiB"; rec.Warmup != want {
+				t.Fatalf("record warmup %q, want %q", rec.Warmup, want)
+			}
+			cwnd[i] = rec.ConnAtPublish.CwndKiBP50
+			t.Logf("%s: warm-up %.3f s, median window %.1f KiB, %d packets lost, p50 %.3f s", kind, rec.WarmupS, cwnd[i], rec.ConnAtPublish.PacketsLost, *rec.P50S)
+		})
+	}
+	if cwnd[1] <= cwnd[0] {
+		t.Fatalf("median window after the warm-up in turn %.1f KiB, at once %.1f KiB; want it larger in turn", cwnd[1], cwnd[0])
+	}
+}
+
 // TestBackgroundLoad: 16 KiB every 100 ms for 1 s before and during a 2 s
 // window. Every background message reaches every node, so each receiver
 // takes in at least 10 such messages more than the cell alone.
@@ -75,6 +105,7 @@ func TestLoadModeValidation(t *testing.T) {
 	for _, c := range []Config{
 		{Warmup: Warmup{Kind: "sparks"}},
 		{Warmup: Warmup{Kind: "streams"}},
+		{Warmup: Warmup{Kind: "streams-seq"}},
 		{Warmup: Warmup{Kind: "payload", Gap: -1}},
 		{Background: Background{Size: 10}},
 		{Background: Background{Size: 10, Interval: 1, Lead: -1}},
