@@ -268,7 +268,10 @@ func (s *sender) nextNew() (n int, fin, ok bool) {
 // segment leaves: with nothing in flight, the controller hears of the idle
 // time since the last one.
 func (s *sender) txStart(now des.Time) {
-	if c, ok := s.cc.(txStarter); ok && s.inFlight() == 0 {
+	if s.inFlight() != 0 {
+		return
+	}
+	if c, ok := s.cc.(txStarter); ok {
 		c.TxStart(s.lastDataSent, now)
 	}
 }
