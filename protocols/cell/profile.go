@@ -316,22 +316,27 @@ func (p *Profile) tcpConfig(seed uint64) (tcp.Config, error) {
 	default:
 		return tcp.Config{}, fmt.Errorf("knob cc=%q: valid values: %s", p.CC, strings.Join(ccNames, ", "))
 	}
-	switch p.Pacing {
-	case "":
-	case "on", "off":
-		c.Pacing = p.Pacing == "on"
-	default:
-		return tcp.Config{}, fmt.Errorf("knob pacing=%q: valid values: on, off", p.Pacing)
+	if err := overrideSwitch("pacing", p.Pacing, &c.Pacing); err != nil {
+		return tcp.Config{}, err
 	}
-	switch p.IdleRestart {
-	case "":
-	case "on", "off":
-		c.SlowStartAfterIdle = p.IdleRestart == "on"
-	default:
-		return tcp.Config{}, fmt.Errorf("knob idle-restart=%q: valid values: on, off", p.IdleRestart)
+	if err := overrideSwitch("idle-restart", p.IdleRestart, &c.SlowStartAfterIdle); err != nil {
+		return tcp.Config{}, err
 	}
 	c.Seed = seed
 	return c, nil
+}
+
+// overrideSwitch applies an on/off knob's value v to field; "" keeps the
+// preset's.
+func overrideSwitch(name, v string, field *bool) error {
+	switch v {
+	case "":
+	case "on", "off":
+		*field = v == "on"
+	default:
+		return fmt.Errorf("knob %s=%q: valid values: on, off", name, v)
+	}
+	return nil
 }
 
 // KnobNames lists the profile knobs with their help, for --help.
