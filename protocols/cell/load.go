@@ -128,26 +128,25 @@ func warmStreams(ctx context.Context, hosts []host.Host, size int, inTurn bool) 
 		}
 	}
 	for i, h := range hosts {
-		peers := h.Network().Peers()
-		if inTurn {
+		// Each group of peers is sent to in turn by one goroutine: all of
+		// the node's peers, or (at once) one group per peer.
+		var groups [][]peer.ID
+		for _, p := range h.Network().Peers() {
+			if inTurn && len(groups) > 0 {
+				groups[0] = append(groups[0], p)
+			} else {
+				groups = append(groups, []peer.ID{p})
+			}
+		}
+		for _, g := range groups {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for _, p := range peers {
+				for _, p := range g {
 					if err := sendWarmup(ctx, h, p, buf); err != nil {
 						fail(i, p, err)
 						return
 					}
-				}
-			}()
-			continue
-		}
-		for _, p := range peers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := sendWarmup(ctx, h, p, buf); err != nil {
-					fail(i, p, err)
 				}
 			}()
 		}
