@@ -30,6 +30,10 @@ type Variant struct {
 	Warmup    cell.Warmup
 	BTimeout  des.Time // variant B's first request timeout (0: the arm's)
 	BFixed    bool     // variant B's timeout does not adapt
+	// Skip lists arms (any catalogue name) the variant does not run,
+	// because under it they are another arm's cell (the study's Note
+	// says why).
+	Skip []string
 }
 
 // Study is one named experiment.
@@ -46,6 +50,12 @@ type Study struct {
 	// and the reading use: p50 (the default) or p99, for a question about
 	// the tail.
 	Stat string
+	// BaseArm, when set, makes the comparison one between arms: every
+	// arm is compared with BaseArm under the same variant (the payload
+	// sweep's question is the gap to the whole message and the arms'
+	// order at each size), instead of with itself under the first
+	// variant.
+	BaseArm string
 }
 
 // CompareStat is the statistic the study compares variants by.
@@ -112,15 +122,18 @@ func Studies() []Study {
 		},
 		{
 			Name:     "payload-sweep",
-			Question: "Do the tier order and the whole message's threshold hold across payload sizes at ten seeds?",
-			Arms:     []string{"wholend", "lad_batch16", "aadaptds", "aadaptcf", "aadaptcfd"}, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			Question: "Do the tier order and the whole message's gap hold across payload sizes (Figure 9, three seeds in the report) at ten seeds?",
+			Arms:     []string{"wholend", "lad_batch16", "aadaptds", "aadaptcf", "aadaptcfd", "am_k64", "acodedcf"}, N: 500, Payload: mib, Seeds: seeds(7, 16),
+			BaseArm: "wholend",
 			Variants: []Variant{
 				{Label: "128 KiB", Profile: "harness", Payload: 128 << 10},
 				{Label: "256 KiB", Profile: "harness", Payload: 256 << 10},
-				{Label: "512 KiB", Profile: "harness", Payload: 512 << 10},
-				{Label: "1 MiB", Profile: "harness", Payload: mib},
-				{Label: "2 MiB", Profile: "harness", Payload: 2 * mib},
+				{Label: "512 KiB", Profile: "harness", Payload: 512 << 10, Skip: []string{"aadaptcfd"}},
+				{Label: "1 MiB", Profile: "harness", Payload: mib, Skip: []string{"aadaptcfd"}},
+				{Label: "2 MiB", Profile: "harness", Payload: 2 * mib, Skip: []string{"aadaptcfd"}},
 			},
+			Note: "Figure 9's arms: the three tiers, tier 3 with the discipline at every size (run below 512 KiB only: from 512 KiB tier 3 has it, so the two are one cell), " +
+				"and the reference arms A-tuned 16k and the compress-first code alone 32k. Sections 7 and 8 and their numbers are held back from the report, so there is no reference to replay.",
 		},
 		{
 			Name:     "warm-gap",
@@ -178,8 +191,8 @@ func LookupStudy(name string) (Study, error) {
 }
 
 // WithArms restricts the study to the given arms (any catalogue name),
-// in the study's order; an arm the study does not run is an error naming
-// the ones it does.
+// in the study's order, and its BaseArm, which every arm is compared with;
+// an arm the study does not run is an error naming the ones it does.
 func (s Study) WithArms(names []string) (Study, error) {
 	var keep []string
 	for _, n := range names {
@@ -201,7 +214,7 @@ func (s Study) WithArms(names []string) (Study, error) {
 		}
 	}
 	out := s
-	out.Arms = slices.DeleteFunc(slices.Clone(s.Arms), func(a string) bool { return !slices.Contains(keep, a) })
+	out.Arms = slices.DeleteFunc(slices.Clone(s.Arms), func(a string) bool { return !slices.Contains(keep, a) && a != s.BaseArm })
 	return out, nil
 }
 
@@ -226,10 +239,21 @@ func (s Study) Cells(n int, seeds []uint64, base cell.Config, knobs ...string) (
 	}
 	var out []StudyCell
 	for vi, v := range s.Variants {
+		skip := map[string]bool{}
+		for _, name := range v.Skip {
+			arm, err := arms.LookupArm(name)
+			if err != nil {
+				return nil, fmt.Errorf("study %s, %s: skipped arm: %w", s.Name, v.Label, err)
+			}
+			skip[arm.Name] = true
+		}
 		for _, name := range s.Arms {
 			arm, err := arms.LookupArm(name)
 			if err != nil {
 				return nil, fmt.Errorf("study %s: %w", s.Name, err)
+			}
+			if skip[arm.Name] {
+				continue
 			}
 			sc := StudyCell{Variant: vi, Arm: arm, Seeds: seeds}
 			for _, seed := range seeds {
@@ -286,6 +310,9 @@ type StudyRow struct {
 	P50Range     Spread
 	Dups, RxNode float64 // medians across seeds
 	QueueDrops   float64 // median across seeds of queue drops, all nodes
+	// ByDeadline is the median across seeds of the share of receivers
+	// complete by the deadline (the records' rate@deadline, 3 s).
+	ByDeadline float64
 	// CwndKiB and LostBefore describe quic-go's connections at the
 	// publish (Record.ConnAtPublish): the median across seeds of each
 	// cell's median congestion window, and of the packets lost before the
@@ -300,13 +327,17 @@ type StudyRow struct {
 
 // Table computes the study's table from records (by Config.Key).
 func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []StudyRow {
-	base := map[string]map[int]Value{} // arm: seed: the compared statistic, for variant 0
+	type ref struct {
+		variant int
+		arm     string // the catalogue name
+	}
+	bySeed := map[ref]map[int]Value{} // the compared statistic by seed
 	var out []StudyRow
 	for _, c := range cells {
 		row := StudyRow{Variant: s.Variants[c.Variant].Label, Arm: c.Arm.Published}
 		var p50, p99 []Value
-		var dups, rx, drops, cwnd, lost []float64
-		bySeed := map[int]Value{}
+		var dups, rx, drops, cwnd, lost, rate []float64
+		seedVals := map[int]Value{}
 		for i, cfg := range c.Configs {
 			r := records[cfg.Key()]
 			if r == nil {
@@ -315,16 +346,23 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			v := ptrValue(r.P50S)
 			p50 = append(p50, v)
 			p99 = append(p99, ptrValue(r.P99S))
-			bySeed[int(c.Seeds[i])], _ = RecordStat(s.CompareStat(), r)
+			seedVals[int(c.Seeds[i])], _ = RecordStat(s.CompareStat(), r)
 			dups = append(dups, float64(r.Dups))
 			rx = append(rx, r.RxNodeBytes)
 			drops = append(drops, float64(r.Drops["queue"]))
+			if r.RateN > 0 {
+				rate = append(rate, float64(r.RateK)/float64(r.RateN))
+			}
 			if cs := r.ConnAtPublish; cs != nil {
 				cwnd = append(cwnd, cs.CwndKiBP50)
 				lost = append(lost, float64(cs.PacketsLost))
 			}
 		}
-		row.CwndKiB, row.LostBefore = math.NaN(), math.NaN()
+		bySeed[ref{c.Variant, c.Arm.Name}] = seedVals
+		row.CwndKiB, row.LostBefore, row.ByDeadline = math.NaN(), math.NaN(), math.NaN()
+		if len(rate) > 0 {
+			row.ByDeadline = median(rate)
+		}
 		if len(cwnd) > 0 {
 			row.CwndKiB, row.LostBefore = median(cwnd), median(lost)
 		}
@@ -335,25 +373,39 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			row.P50Range, _ = SeedSpread(p50)
 			row.Dups, row.RxNode, row.QueueDrops = median(dups), median(rx), median(drops)
 		}
-		if c.Variant == 0 {
-			base[row.Arm] = bySeed
-		} else if ref := base[row.Arm]; len(ref) > 0 && len(bySeed) > 0 {
-			cand := map[int]Value{}
-			refPaired := map[int]Value{}
-			for seed, v := range bySeed {
-				if r, ok := ref[seed]; ok {
-					cand[seed], refPaired[seed] = v, r
-				}
-			}
-			if len(cand) > 0 {
-				if pd, err := PairedDiff(cand, refPaired); err == nil {
-					row.VsBase = &pd
-				}
-			}
-		}
 		out = append(out, row)
 	}
+	base, _ := arms.LookupArm(s.BaseArm)
+	for i, c := range cells {
+		against := ref{0, c.Arm.Name}
+		if s.BaseArm != "" {
+			against = ref{c.Variant, base.Name}
+		}
+		if against == (ref{c.Variant, c.Arm.Name}) {
+			continue // the baseline itself
+		}
+		out[i].VsBase = pairedBySeed(bySeed[ref{c.Variant, c.Arm.Name}], bySeed[against])
+	}
 	return out
+}
+
+// pairedBySeed is the paired difference of cand from ref over the seeds
+// both have; nil when they share none.
+func pairedBySeed(cand, ref map[int]Value) *Paired {
+	c, r := map[int]Value{}, map[int]Value{}
+	for seed, v := range cand {
+		if rv, ok := ref[seed]; ok {
+			c[seed], r[seed] = v, rv
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	pd, err := PairedDiff(c, r)
+	if err != nil {
+		return nil
+	}
+	return &pd
 }
 
 // Reading is the study's result in words, computed from its table: per
@@ -361,6 +413,9 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 // or the tail's p99) beyond the seeds' spread (every seed's difference on
 // the same side of zero) or not.
 func (s Study) Reading(rows []StudyRow) string {
+	if s.BaseArm != "" {
+		return s.readingArms(rows)
+	}
 	var b strings.Builder
 	moved, within, missing, single := 0, 0, 0, 0
 	st := s.CompareStat()
@@ -402,6 +457,155 @@ func (s Study) Reading(rows []StudyRow) string {
 		b.WriteString(" " + s.Note)
 	}
 	return b.String()
+}
+
+// readingArms is the reading of a study that compares arms with its
+// BaseArm under each variant: per variant, the arms in order of the
+// compared statistic's median, the base arm's gap to the fastest (the
+// median and range of the per-seed ratios) and its share of receivers
+// complete by the deadline, the arms not faster than the base on every
+// seed; then whether the order of the arms run under every variant is the
+// same under all of them.
+func (s Study) readingArms(rows []StudyRow) string {
+	base, _ := arms.LookupArm(s.BaseArm)
+	st := s.CompareStat()
+	stat := func(r StudyRow) Value {
+		if st == "p99" {
+			return r.P99
+		}
+		return r.P50
+	}
+	var parts []string
+	orders := map[string][]string{} // variant: the arms in order
+	count := map[string]int{}       // arm: variants with records
+	missing := 0
+	for _, v := range s.Variants {
+		var baseRow *StudyRow
+		var others []StudyRow
+		for i, r := range rows {
+			switch {
+			case r.Variant != v.Label:
+			case r.Seeds == 0:
+				missing++
+			case r.Arm == base.Published:
+				baseRow = &rows[i]
+			default:
+				others = append(others, r)
+				count[r.Arm]++
+			}
+		}
+		if len(others) == 0 {
+			continue
+		}
+		slices.SortStableFunc(others, func(a, b StudyRow) int {
+			switch {
+			case stat(a).Less(stat(b)):
+				return -1
+			case stat(b).Less(stat(a)):
+				return 1
+			}
+			return 0
+		})
+		var order []string
+		for _, r := range others {
+			order = append(order, fmt.Sprintf("%s %s", r.Arm, fmtSeconds(stat(r))))
+			orders[v.Label] = append(orders[v.Label], r.Arm)
+		}
+		part := fmt.Sprintf("%s: %s", v.Label, strings.Join(order, " < "))
+		if baseRow != nil {
+			part += fmt.Sprintf("; %s %s %s, %.0f%% of receivers by the deadline", base.Published, st, fmtSeconds(stat(*baseRow)), 100*baseRow.ByDeadline)
+			if g, ok := gapToBase(others[0].VsBase); ok {
+				of := "the fastest arm's"
+				if g.Median.Censored || g.Median.V < 100 {
+					of = "over the fastest arm's" // a percentage, not a multiple
+				}
+				part += fmt.Sprintf(", %s [%s, %s] %s", FormatDiff(g.Median), FormatDiff(g.Lo), FormatDiff(g.Hi), of)
+			}
+			var notFaster []string
+			for _, r := range others {
+				if r.VsBase == nil || r.VsBase.Hi.Censored || r.VsBase.Hi.V >= 0 {
+					notFaster = append(notFaster, r.Arm)
+				}
+			}
+			if len(notFaster) > 0 {
+				part += fmt.Sprintf("; not faster than %s on every seed: %s", base.Published, strings.Join(notFaster, ", "))
+			}
+		}
+		parts = append(parts, part)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Arms by median %s under each variant, and %s against them (as a multiple of the fastest arm's %s, per seed). ", st, base.Published, st)
+	b.WriteString(strings.Join(parts, ". "))
+	if len(parts) > 0 {
+		b.WriteString(". ")
+	}
+	// The order of the arms every variant ran.
+	var labels []string
+	for _, v := range s.Variants {
+		if len(orders[v.Label]) > 0 {
+			labels = append(labels, v.Label)
+		}
+	}
+	if len(labels) > 1 {
+		common := func(label string) []string {
+			return slices.DeleteFunc(slices.Clone(orders[label]), func(a string) bool { return count[a] < len(labels) })
+		}
+		first := common(labels[0])
+		same := true
+		for _, l := range labels[1:] {
+			same = same && slices.Equal(common(l), first)
+		}
+		if same {
+			fmt.Fprintf(&b, "The order of the arms run at every variant is the same under all %d: %s.", len(labels), strings.Join(first, " < "))
+		} else {
+			var by []string
+			for _, l := range labels {
+				by = append(by, fmt.Sprintf("%s %s", l, strings.Join(common(l), " < ")))
+			}
+			fmt.Fprintf(&b, "The order of the arms run at every variant changes: %s.", strings.Join(by, "; "))
+		}
+	}
+	if missing > 0 {
+		fmt.Fprintf(&b, " (%d arm-variant pairs have no records yet.)", missing)
+	}
+	if s.Note != "" {
+		b.WriteString(" " + s.Note)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// gapToBase turns an arm's per-seed differences from the base arm (in
+// percent of the base) into the base's per-seed excess over the arm, in
+// percent of the arm (a ratio of 2 or more prints as a multiplier):
+// d = (arm − base) / base gives base / arm − 1 = −d / (100 + d).
+func gapToBase(p *Paired) (Paired, bool) {
+	if p == nil {
+		return Paired{}, false
+	}
+	var vals []Value
+	for _, sv := range p.PerSeed {
+		if sv.V.Censored {
+			vals = append(vals, CensoredValue())
+			continue
+		}
+		vals = append(vals, Known(-sv.V.V/(100+sv.V.V)*100))
+	}
+	var g Paired
+	var err error
+	if g.Median, err = Median(vals); err != nil {
+		return Paired{}, false
+	}
+	if g.Spread, err = SeedSpread(vals); err != nil {
+		return Paired{}, false
+	}
+	return g, true
+}
+
+func fmtSeconds(v Value) string {
+	if v.Censored {
+		return "censored"
+	}
+	return fmt.Sprintf("%.3f s", v.V)
 }
 
 // FormatBytes prints a byte count in KiB or MiB.

@@ -16,8 +16,12 @@ func TestStudiesBuild(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
-		if len(cells) != len(s.Variants)*len(s.Arms) {
-			t.Fatalf("%s: %d cells", s.Name, len(cells))
+		want := 0
+		for _, v := range s.Variants {
+			want += len(s.Arms) - len(v.Skip)
+		}
+		if len(cells) != want {
+			t.Fatalf("%s: %d cells, want %d", s.Name, len(cells), want)
 		}
 		keys := map[string]bool{}
 		for _, c := range cells {
@@ -195,5 +199,67 @@ func TestStudyTableConnState(t *testing.T) {
 	}
 	if rows[1].CwndKiB != 21 || rows[1].LostBefore != 2000 {
 		t.Fatalf("warm row: cwnd %v KiB lost %v, want the seeds' medians 21 and 2000", rows[1].CwndKiB, rows[1].LostBefore)
+	}
+}
+
+// The payload sweep compares arms within each size: every arm against the
+// whole message under the same variant, by hand. Seeds 7 and 8: the whole
+// message takes 4 and 6 s at 128 KiB; tier 1 takes 1 and 2 s (−75 % and
+// −67 %: the whole message 4× and 3× its time), tier 2 2 and 1.5 s; so the
+// fastest arm by median is tier 1 (1.5 s against 1.75 s) and the whole
+// message is 3.5× [3×, 4×] it. Tier 3 with the discipline at every size is
+// not run from 512 KiB, where tier 3 has it.
+func TestStudyComparesArms(t *testing.T) {
+	s, _ := LookupStudy("payload-sweep")
+	s, err := s.WithArms([]string{"lad_batch16", "aadaptds", "aadaptcfd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Arms) != 4 || s.Arms[0] != "wholend" {
+		t.Fatalf("arms %v: the base arm must stay", s.Arms)
+	}
+	s.Variants = s.Variants[1:3] // 256 KiB, 512 KiB
+	cells, records := fakeStudyRecords(t, s, func(variant, seed int) (p50, p99 float64) {
+		return 0, 0
+	})
+	if len(cells) != 4+3 {
+		t.Fatalf("%d cells, want 7 (aadaptcfd skipped at 512 KiB)", len(cells))
+	}
+	times := map[string][]float64{"wholend": {4, 6}, "lad_batch16": {1, 2}, "aadaptds": {2, 1.5}, "aadaptcfd": {3, 3}}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			p := times[c.Arm.Published][i]
+			records[cfg.Key()].P50S, records[cfg.Key()].P99S = &p, &p
+			records[cfg.Key()].RateK, records[cfg.Key()].RateN = 1, 4
+		}
+	}
+	rows := s.Table(cells, records)
+	for _, r := range rows {
+		switch r.Arm {
+		case "wholend":
+			if r.VsBase != nil {
+				t.Fatalf("the base arm compared with itself: %+v", r)
+			}
+		case "lad_batch16":
+			if r.VsBase == nil || math.Abs(r.VsBase.Lo.V+75) > 1e-9 || math.Abs(r.VsBase.Hi.V+200.0/3) > 1e-9 {
+				t.Fatalf("tier 1 against the whole message: %+v", r.VsBase)
+			}
+		}
+		if r.ByDeadline != 0.25 {
+			t.Fatalf("by deadline %v, want 0.25", r.ByDeadline)
+		}
+	}
+	got := s.Reading(rows)
+	for _, want := range []string{
+		"256 KiB: lad_batch16 1.500 s < aadaptds 1.750 s < aadaptcfd 3.000 s; wholend p50 5.000 s, 25% of receivers by the deadline, 3.5× [3×, 4×] the fastest arm's",
+		"512 KiB: lad_batch16 1.500 s < aadaptds 1.750 s;",
+		"The order of the arms run at every variant is the same under all 2: lad_batch16 < aadaptds.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("reading lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "not faster") {
+		t.Fatalf("every arm is faster on every seed: %s", got)
 	}
 }

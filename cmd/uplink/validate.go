@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/validate"
 )
@@ -398,31 +399,46 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 		st.Name, st.Question, len(st.Variants), len(st.Arms), len(seen), len(seen)-len(todo), cache, len(todo))
 	if dryRun {
 		for i, v := range st.Variants {
-			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v)\n", i, v.Label, v.Profile, cmpOr(v.Transport, "quic"), v.Knobs)
+			skip := ""
+			if len(v.Skip) > 0 {
+				skip = ", not running " + strings.Join(v.Skip, ", ")
+			}
+			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v%s)\n", i, v.Label, v.Profile, cmpOr(v.Transport, "quic"), v.Knobs, skip)
 		}
 		return nil
 	}
 	runErr := run(todo, records)
 	rows := st.Table(cells, records)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tvs baseline (%s, per seed)\tdups\trx/node\tqueue drops\tcwnd at publish\tlost before\t\n", st.CompareStat())
+	against := "baseline"
+	if st.BaseArm != "" {
+		against = st.BaseArm
+	}
+	fmt.Fprintf(tw, "variant\tarm\tseeds\tp50\tp50 range\tp99\tby deadline\tvs %s (%s, per seed)\tdups\trx/node\tqueue drops\tcwnd at publish\tlost before\t\n", against, st.CompareStat())
 	for _, r := range rows {
 		if r.Seeds == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t0\t-\t-\t-\tnot run\t-\t-\t-\t-\t-\t\n", r.Variant, r.Arm)
+			fmt.Fprintf(tw, "%s\t%s\t0\t-\t-\t-\t-\tnot run\t-\t-\t-\t-\t-\t\n", r.Variant, r.Arm)
 			continue
+		}
+		rate := "-"
+		if !math.IsNaN(r.ByDeadline) {
+			rate = fmt.Sprintf("%.0f%%", 100*r.ByDeadline)
 		}
 		cwnd, lost := "-", "-"
 		if !math.IsNaN(r.CwndKiB) {
 			cwnd, lost = fmt.Sprintf("%.1f KiB", r.CwndKiB), fmt.Sprintf("%.0f", r.LostBefore)
 		}
-		vs := "baseline"
-		if r.VsBase != nil {
+		vs := "-"
+		switch {
+		case r.VsBase != nil:
 			vs = fmt.Sprintf("%s [%s, %s]", validate.FormatDiff(r.VsBase.Median), validate.FormatDiff(r.VsBase.Lo), validate.FormatDiff(r.VsBase.Hi))
-		} else if r.Variant != st.Variants[0].Label {
-			vs = "-"
+		case st.BaseArm == "" && r.Variant == st.Variants[0].Label:
+			vs = "baseline"
+		case st.BaseArm != "" && isArm(r.Arm, st.BaseArm):
+			vs = "base arm"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%.0f\t%s\t%.0f\t%s\t%s\t\n", r.Variant, r.Arm, r.Seeds,
-			fmtValue(r.P50, "s"), fmtValue(r.P50Range.Lo, "s"), fmtValue(r.P50Range.Hi, "s"), fmtValue(r.P99, "s"), vs,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%.0f\t%s\t%.0f\t%s\t%s\t\n", r.Variant, r.Arm, r.Seeds,
+			fmtValue(r.P50, "s"), fmtValue(r.P50Range.Lo, "s"), fmtValue(r.P50Range.Hi, "s"), fmtValue(r.P99, "s"), rate, vs,
 			r.Dups, validate.FormatBytes(r.RxNode), r.QueueDrops, cwnd, lost)
 	}
 	tw.Flush()
@@ -431,6 +447,13 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 		return fmt.Errorf("validate --study: %w", runErr)
 	}
 	return nil
+}
+
+// isArm reports whether two catalogue names name the same arm.
+func isArm(a, b string) bool {
+	x, errX := arms.LookupArm(a)
+	y, errY := arms.LookupArm(b)
+	return errX == nil && errY == nil && x.Name == y.Name
 }
 
 func cmpOr(s, def string) string {
