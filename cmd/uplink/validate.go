@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -34,7 +36,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	armsS := fs.String("arm", "", "only these arms, comma-separated (any catalogue name)")
 	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux (a difference between two columns is replayed when both are selected)")
 	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
-	fresh := fs.Bool("fresh", false, "ignore the records already in --cache (they stay in the file)")
+	reuse := fs.StringArray("reuse", nil, "also reuse finished cells from this records file, read only (repeatable; a later file wins for a cell in several, --cache over all), e.g. another table's cache")
+	fresh := fs.Bool("fresh", false, "ignore the records already in --cache and --reuse (they stay in the files)")
 	anyVersion := fs.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
 	dryRun := fs.Bool("dry-run", false, "print what would run and exit")
 	cachedOnly := fs.Bool("cached-only", false, "run nothing: compare the records already in --cache (a cell with none prints as not run), e.g. while a long replay is still going")
@@ -124,7 +127,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if *cache == "" {
 			*cache = "study-" + *study + ".jsonl"
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *dryRun, *cache, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *dryRun, *cache, *reuse, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -135,7 +138,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	records := map[string]*cell.Record{}
 	if !*fresh {
-		if records, err = readRecords(*cache, ver, *anyVersion, stderr); err != nil {
+		if records, err = readAllRecords(*cache, *reuse, ver, *anyVersion, stderr); err != nil {
 			return err
 		}
 	}
@@ -187,6 +190,25 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// readAllRecords reads the --reuse files in order and then the cache,
+// a later file's record winning for a key in several.
+func readAllRecords(cache string, reuse []string, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
+	out := map[string]*cell.Record{}
+	for _, path := range append(slices.Clone(reuse), cache) {
+		if path != cache {
+			if _, err := os.Stat(path); err != nil {
+				return nil, usageError{fmt.Errorf("--reuse: %w", err)}
+			}
+		}
+		recs, err := readRecords(path, v, anyVersion, stderr)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, recs)
+	}
+	return out, nil
 }
 
 // readRecords reads a JSON Lines records file into a map by key (a later
@@ -362,7 +384,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache strin
 }
 
 // runStudy runs a study's missing cells and prints its table and reading.
-func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun bool, cache string,
+func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun bool, cache string, reuse []string,
 	run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, err := validate.LookupStudy(name)
 	if err != nil {
@@ -379,7 +401,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	}
 	records := map[string]*cell.Record{}
 	if !fresh {
-		if records, err = readRecords(cache, o.Base.Version, anyVersion, stderr); err != nil {
+		if records, err = readAllRecords(cache, reuse, o.Base.Version, anyVersion, stderr); err != nil {
 			return err
 		}
 	}

@@ -64,6 +64,17 @@ func TestValidateReplay(t *testing.T) {
 			t.Errorf("report file %s: %v", f, err)
 		}
 	}
+	// Another cache with the first as --reuse runs nothing; a --reuse
+	// file that does not exist is a usage error.
+	other := append(slices.Clone(args), "--reuse", cache)
+	other[slices.Index(other, cache)] = filepath.Join(t.TempDir(), "other.jsonl")
+	if out, err := exec.Command(bin, other...).CombinedOutput(); err != nil || !strings.Contains(string(out), "0 to run") || strings.Contains(string(out), "done 1/") {
+		t.Fatalf("--reuse did not reuse the first cache: %v\n%s", err, out)
+	}
+	other[len(other)-1] = filepath.Join(t.TempDir(), "missing.jsonl")
+	if out, err := exec.Command(bin, other...).CombinedOutput(); err == nil || !strings.Contains(string(out), "--reuse") {
+		t.Fatalf("a missing --reuse file was accepted: %v\n%s", err, out)
+	}
 	// --cached-only with an arm the cache lacks: nothing runs, the two
 	// cached arms compare as before, the third prints as not run.
 	stdout.Reset()
