@@ -160,7 +160,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	total := len(seen)
 	fmt.Fprintf(stderr, "validate %s: %d cells, %d runs (%d from %s, %d to run); %d rows not replayed\n",
-		*table, len(plan.Cells), total, total-len(todo), *cache, len(todo), len(plan.Skipped))
+		*table, len(plan.Cells), total, total-len(todo), recordSources(*cache, *reuse), len(todo), len(plan.Skipped))
 	if plan.Shrunk {
 		fmt.Fprintln(stderr, "note: the cells are shrunk (--nodes or --seeds): the comparison is indicative only")
 	}
@@ -190,6 +190,14 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// recordSources names where a replay's records come from.
+func recordSources(cache string, reuse []string) string {
+	if len(reuse) == 0 {
+		return cache
+	}
+	return fmt.Sprintf("%s and %d --reuse files", cache, len(reuse))
 }
 
 // readAllRecords reads the --reuse files in order and then the cache,
@@ -418,7 +426,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 		}
 	}
 	fmt.Fprintf(stderr, "study %s: %s\n%d variants × %d arms, %d runs (%d from %s, %d to run)\n",
-		st.Name, st.Question, len(st.Variants), len(st.Arms), len(seen), len(seen)-len(todo), cache, len(todo))
+		st.Name, st.Question, len(st.Variants), len(st.Arms), len(seen), len(seen)-len(todo), recordSources(cache, reuse), len(todo))
 	if dryRun {
 		for i, v := range st.Variants {
 			skip := ""
