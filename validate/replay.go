@@ -93,6 +93,9 @@ type PlanOptions struct {
 	N        int      // replace every row's node count
 	Arms     []string // only these arms (any catalogue name)
 	Backends []string // only these backends (harness, twin, shadow, linux)
+	// Transports keeps only the columns over these transports (quic,
+	// tcp); a difference needs both its columns kept.
+	Transports []string
 	// Base is the configuration every cell starts from (gossip knobs,
 	// window, degree); the plan sets arm, profile, transport, knobs, size,
 	// scenario, condition and seed.
@@ -161,6 +164,11 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 	for _, b := range o.Backends {
 		if _, err := profileFor(b); err != nil {
 			return nil, fmt.Errorf("replay %s: %w", name, err)
+		}
+	}
+	for _, t := range o.Transports {
+		if t != "quic" && t != "tcp" {
+			return nil, fmt.Errorf("replay %s: unknown transport %q; valid: quic, tcp", name, t)
 		}
 	}
 	p := &Plan{Table: name}
@@ -254,6 +262,9 @@ func PlanTable(name string, o PlanOptions) (*Plan, error) {
 		if reason == "" && len(o.Backends) > 0 && !slices.Contains(o.Backends, r.Backend) {
 			continue
 		}
+		if reason == "" && len(o.Transports) > 0 && !slices.Contains(o.Transports, r.Transport) {
+			continue
+		}
 		if reason != "" {
 			p.Skipped = append(p.Skipped, Skip{Row: r, Reason: reason})
 			continue
@@ -328,6 +339,9 @@ func planDiff(r RefRow, o PlanOptions, want []arms.Arm) (*plannedDiff, string) {
 	}
 	if len(o.Backends) > 0 && (!slices.Contains(o.Backends, r.Backend) || !slices.Contains(o.Backends, base.Backend)) {
 		return nil, "" // a difference needs both its columns selected
+	}
+	if len(o.Transports) > 0 && (!slices.Contains(o.Transports, r.Transport) || !slices.Contains(o.Transports, base.Transport)) {
+		return nil, ""
 	}
 	col := Column{r.Backend, r.Transport, r.Queue, r.Scenario, r.Condition}
 	if _, err := profileFor(col.Backend); err != nil {

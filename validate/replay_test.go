@@ -67,6 +67,23 @@ func TestPlanAppendixD(t *testing.T) {
 	if len(p.Cells) != 2 || !p.Shrunk || p.Cells[0].Configs[0].N != 20 || p.Cells[0].Configs[0].Degree != 19 {
 		t.Fatalf("shrunk plan: %d cells, shrunk %v, N %d degree %d", len(p.Cells), p.Shrunk, p.Cells[0].Configs[0].N, p.Cells[0].Configs[0].Degree)
 	}
+	// The transport filter keeps Shadow's QUIC column only, and drops
+	// Appendix D's Shadow TCP-against-QUIC differences (they need both).
+	p, err = PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7}, Arms: []string{"A-tuned 32k"}, Backends: []string{"shadow"}, Transports: []string{"quic"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Cells) != 1 || p.Cells[0].Column.Transport != "quic" {
+		t.Fatalf("--transport quic: %d cells, first %+v", len(p.Cells), p.Cells[0].Column)
+	}
+	for _, d := range p.Diffs {
+		if d.Cell.Column.Transport != "quic" || d.Base.Column.Transport != "quic" {
+			t.Fatalf("a difference over TCP kept: %+v against %+v", d.Cell.Column, d.Base.Column)
+		}
+	}
+	if _, err := PlanTable("appendix_d_home", PlanOptions{Transports: []string{"udp"}}); err == nil {
+		t.Fatal("an unknown transport should be refused")
+	}
 	// The table's own size and seeds, given again, are not a shrink.
 	p, err = PlanTable("appendix_d_home", PlanOptions{N: 500, Seeds: []uint64{7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Backends: []string{"harness"}})
 	if err != nil {

@@ -35,6 +35,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	nodes := fs.Int("nodes", 0, "replace the table's node count (a shrunk replay is indicative only)")
 	armsS := fs.String("arm", "", "only these arms, comma-separated (any catalogue name)")
 	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux (a difference between two columns is replayed when both are selected)")
+	transportsS := fs.String("transport", "", "only the columns over these transports, comma-separated: quic, tcp")
 	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
 	reuse := fs.StringArray("reuse", nil, "also reuse finished cells from this records file, read only (repeatable; a later file wins for a cell in several, --cache over all), e.g. another table's cache")
 	fresh := fs.Bool("fresh", false, "ignore the records already in --cache and --reuse (they stay in the files)")
@@ -98,6 +99,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *backendsS != "" {
 		o.Backends = splitList(*backendsS)
+	}
+	if *transportsS != "" {
+		o.Transports = splitList(*transportsS)
 	}
 	for _, kv := range *gossip {
 		k, v, ok := strings.Cut(kv, "=")
