@@ -284,15 +284,21 @@ func PairedDiff(cand, ref map[int]Value) (Paired, error) {
 			return Paired{}, fmt.Errorf("validate: paired difference: seed %d has a reference value and no candidate", seed)
 		}
 	}
-	diffs := make([]Value, len(p.PerSeed))
-	for i, sv := range p.PerSeed {
-		diffs[i] = sv.V
+	return pairedOf(p.PerSeed)
+}
+
+// pairedOf summarises per-seed values: their median and range.
+func pairedOf(perSeed []SeedValue) (Paired, error) {
+	p := Paired{PerSeed: perSeed}
+	vals := make([]Value, len(perSeed))
+	for i, sv := range perSeed {
+		vals[i] = sv.V
 	}
 	var err error
-	if p.Median, err = Median(diffs); err != nil {
+	if p.Median, err = Median(vals); err != nil {
 		return Paired{}, err
 	}
-	if p.Spread, err = SeedSpread(diffs); err != nil {
+	if p.Spread, err = SeedSpread(vals); err != nil {
 		return Paired{}, err
 	}
 	return p, nil

@@ -582,23 +582,16 @@ func gapToBase(p *Paired) (Paired, bool) {
 	if p == nil {
 		return Paired{}, false
 	}
-	var vals []Value
+	var gaps []SeedValue
 	for _, sv := range p.PerSeed {
-		if sv.V.Censored {
-			vals = append(vals, CensoredValue())
-			continue
+		g := CensoredValue()
+		if !sv.V.Censored {
+			g = Known(-sv.V.V / (100 + sv.V.V) * 100)
 		}
-		vals = append(vals, Known(-sv.V.V/(100+sv.V.V)*100))
+		gaps = append(gaps, SeedValue{Seed: sv.Seed, V: g})
 	}
-	var g Paired
-	var err error
-	if g.Median, err = Median(vals); err != nil {
-		return Paired{}, false
-	}
-	if g.Spread, err = SeedSpread(vals); err != nil {
-		return Paired{}, false
-	}
-	return g, true
+	g, err := pairedOf(gaps)
+	return g, err == nil
 }
 
 func fmtSeconds(v Value) string {
