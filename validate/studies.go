@@ -320,9 +320,13 @@ type StudyRow struct {
 	// record has them (TCP cells).
 	CwndKiB, LostBefore float64
 	// VsBase is the median of the per-seed differences of the study's
-	// statistic (CompareStat) from the baseline variant in percent, with
-	// the seeds' range; unset for the baseline.
+	// statistic (CompareStat) from the baseline variant (or the BaseArm)
+	// in percent, with the seeds' range; unset for the baseline.
 	VsBase *Paired
+	// BelowBase counts the paired seeds on which the statistic is below
+	// the baseline's, censoring included (a censored baseline is above
+	// any known value), where the difference itself reads "censored".
+	BelowBase int
 }
 
 // Table computes the study's table from records (by Config.Key).
@@ -384,7 +388,13 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 		if against == (ref{c.Variant, c.Arm.Name}) {
 			continue // the baseline itself
 		}
-		out[i].VsBase = pairedBySeed(bySeed[ref{c.Variant, c.Arm.Name}], bySeed[against])
+		mine, theirs := bySeed[ref{c.Variant, c.Arm.Name}], bySeed[against]
+		out[i].VsBase = pairedBySeed(mine, theirs)
+		for seed, v := range mine {
+			if b, ok := theirs[seed]; ok && v.Less(b) {
+				out[i].BelowBase++
+			}
+		}
 	}
 	return out
 }
@@ -515,15 +525,11 @@ func (s Study) readingArms(rows []StudyRow) string {
 		if baseRow != nil {
 			part += fmt.Sprintf("; %s %s %s, %.0f%% of receivers by the deadline", base.Published, st, fmtSeconds(stat(*baseRow)), 100*baseRow.ByDeadline)
 			if g, ok := gapToBase(others[0].VsBase); ok {
-				of := "the fastest arm's"
-				if g.Median.Censored || g.Median.V < 100 {
-					of = "over the fastest arm's" // a percentage, not a multiple
-				}
-				part += fmt.Sprintf(", %s [%s, %s] %s", FormatDiff(g.Median), FormatDiff(g.Lo), FormatDiff(g.Hi), of)
+				part += fmt.Sprintf(", against the fastest arm %s [%s, %s]", FormatDiff(g.Median), FormatDiff(g.Lo), FormatDiff(g.Hi))
 			}
 			var notFaster []string
 			for _, r := range others {
-				if r.VsBase == nil || r.VsBase.Hi.Censored || r.VsBase.Hi.V >= 0 {
+				if r.VsBase == nil || r.BelowBase < len(r.VsBase.PerSeed) {
 					notFaster = append(notFaster, r.Arm)
 				}
 			}

@@ -251,7 +251,7 @@ func TestStudyComparesArms(t *testing.T) {
 	}
 	got := s.Reading(rows)
 	for _, want := range []string{
-		"256 KiB: lad_batch16 1.500 s < aadaptds 1.750 s < aadaptcfd 3.000 s; wholend p50 5.000 s, 25% of receivers by the deadline, 3.5× [3×, 4×] the fastest arm's",
+		"256 KiB: lad_batch16 1.500 s < aadaptds 1.750 s < aadaptcfd 3.000 s; wholend p50 5.000 s, 25% of receivers by the deadline, against the fastest arm 3.5× [3×, 4×]",
 		"512 KiB: lad_batch16 1.500 s < aadaptds 1.750 s;",
 		"The order of the arms run at every variant is the same under all 2: lad_batch16 < aadaptds.",
 	} {
@@ -261,5 +261,18 @@ func TestStudyComparesArms(t *testing.T) {
 	}
 	if strings.Contains(got, "not faster") {
 		t.Fatalf("every arm is faster on every seed: %s", got)
+	}
+	// A whole message censored on one seed (it did not complete in the
+	// window) is slower than every arm that did: the gap's range is
+	// censored, and no arm is listed as not faster.
+	for _, c := range cells {
+		if c.Arm.Published == "wholend" && c.Variant == 1 {
+			records[c.Configs[1].Key()].P50S = nil
+		}
+	}
+	got = s.Reading(s.Table(cells, records))
+	if !strings.Contains(got, "512 KiB: lad_batch16 1.500 s < aadaptds 1.750 s; wholend p50 censored, 25% of receivers by the deadline, against the fastest arm censored [4×, censored]") ||
+		strings.Contains(got, "not faster") {
+		t.Fatalf("reading with a censored whole message:\n%s", got)
 	}
 }
