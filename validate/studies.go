@@ -323,6 +323,9 @@ type StudyRow struct {
 	// statistic (CompareStat) from the baseline variant (or the BaseArm)
 	// in percent, with the seeds' range; unset for the baseline.
 	VsBase *Paired
+	// IsBase marks the rows the others are compared with: the first
+	// variant's, or the BaseArm's under each variant.
+	IsBase bool
 	// BelowBase counts the paired seeds on which the statistic is below
 	// the baseline's, censoring included (a censored baseline is above
 	// any known value), where the difference itself reads "censored".
@@ -386,7 +389,8 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			against = ref{c.Variant, base.Name}
 		}
 		if against == (ref{c.Variant, c.Arm.Name}) {
-			continue // the baseline itself
+			out[i].IsBase = true
+			continue
 		}
 		mine, theirs := bySeed[ref{c.Variant, c.Arm.Name}], bySeed[against]
 		out[i].VsBase = pairedBySeed(mine, theirs)

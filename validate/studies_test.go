@@ -237,7 +237,7 @@ func TestStudyComparesArms(t *testing.T) {
 	for _, r := range rows {
 		switch r.Arm {
 		case "wholend":
-			if r.VsBase != nil {
+			if r.VsBase != nil || !r.IsBase {
 				t.Fatalf("the base arm compared with itself: %+v", r)
 			}
 		case "lad_batch16":

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/uplinksim/uplink/des"
-	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/validate"
 )
@@ -466,9 +465,9 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 		switch {
 		case r.VsBase != nil:
 			vs = fmt.Sprintf("%s [%s, %s]", validate.FormatDiff(r.VsBase.Median), validate.FormatDiff(r.VsBase.Lo), validate.FormatDiff(r.VsBase.Hi))
-		case st.BaseArm == "" && r.Variant == st.Variants[0].Label:
+		case r.IsBase && st.BaseArm == "":
 			vs = "baseline"
-		case st.BaseArm != "" && isArm(r.Arm, st.BaseArm):
+		case r.IsBase:
 			vs = "base arm"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%.0f\t%s\t%.0f\t%s\t%s\t\n", r.Variant, r.Arm, r.Seeds,
@@ -481,13 +480,6 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 		return fmt.Errorf("validate --study: %w", runErr)
 	}
 	return nil
-}
-
-// isArm reports whether two catalogue names name the same arm.
-func isArm(a, b string) bool {
-	x, errX := arms.LookupArm(a)
-	y, errY := arms.LookupArm(b)
-	return errX == nil && errY == nil && x.Name == y.Name
 }
 
 func cmpOr(s, def string) string {
