@@ -501,7 +501,7 @@ func (s Study) readingArms(rows []StudyRow) string {
 			case r.Variant != v.Label:
 			case r.Seeds == 0:
 				missing++
-			case r.Arm == base.Published:
+			case r.IsBase:
 				baseRow = &rows[i]
 			default:
 				others = append(others, r)
@@ -511,15 +511,7 @@ func (s Study) readingArms(rows []StudyRow) string {
 		if len(others) == 0 {
 			continue
 		}
-		slices.SortStableFunc(others, func(a, b StudyRow) int {
-			switch {
-			case stat(a).Less(stat(b)):
-				return -1
-			case stat(b).Less(stat(a)):
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(others, func(a, b StudyRow) int { return stat(a).cmp(stat(b)) })
 		var order []string
 		for _, r := range others {
 			order = append(order, fmt.Sprintf("%s %s", r.Arm, fmtSeconds(stat(r))))
