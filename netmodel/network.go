@@ -83,6 +83,11 @@ type Config struct {
 	// (Linux's rmem_max / wmem_max, 212 992 on stock kernels); 0: no cap
 	// below the 256 MiB ceiling (Shadow).
 	SockBufMax int
+	// SndBufMax, when positive, caps send buffer requests alone, below
+	// SockBufMax (Linux's wmem_max set apart from rmem_max): section 5's
+	// intervention caps quic-go's UDP send buffer and leaves the receive
+	// buffer as it was.
+	SndBufMax int
 	// RecvSlots, when positive, also limits every receive buffer to that
 	// many datagrams. With RecvBlock a full receive buffer holds the
 	// downlink back instead of dropping (simnet's 32-slot channel).
@@ -131,8 +136,8 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 	if cfg.MTU < 576 || cfg.MTU > 65535 {
 		return nil, fmt.Errorf("netmodel: MTU %d out of range [576, 65535]", cfg.MTU)
 	}
-	if cfg.SockBufMax < 0 || cfg.RecvSlots < 0 {
-		return nil, fmt.Errorf("netmodel: negative socket buffer cap %d or receive slots %d", cfg.SockBufMax, cfg.RecvSlots)
+	if cfg.SockBufMax < 0 || cfg.SndBufMax < 0 || cfg.RecvSlots < 0 {
+		return nil, fmt.Errorf("netmodel: negative socket buffer cap (%d, send %d) or receive slots %d", cfg.SockBufMax, cfg.SndBufMax, cfg.RecvSlots)
 	}
 	if cfg.RecvBlock && cfg.RecvSlots == 0 {
 		return nil, errors.New("netmodel: RecvBlock needs RecvSlots (the number of datagrams a socket holds before it blocks the link)")

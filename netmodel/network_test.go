@@ -374,6 +374,28 @@ func TestSockBufMax(t *testing.T) {
 	}
 }
 
+// TestSndBufMax: a send-only cap (wmem_max apart from rmem_max) bounds
+// quic-go's 7 MiB send request and leaves its receive request alone; the
+// tighter of the two caps wins.
+func TestSndBufMax(t *testing.T) {
+	_, n := twoNodes(t, Config{Latency: FixedLatency(0), SndBufMax: 32768}, ShaperConfig{}, nil)
+	s, _ := n.Node(0).Bind(ProtoUDP, 1, BlockWhenFull)
+	s.SetRecvBuffer(7 << 20)
+	s.SetSendBuffer(7 << 20)
+	if s.RecvBuffer() != 14<<20 || s.SendBuffer() != 65536 {
+		t.Fatalf("buffers %d / %d, want 14 MiB (uncapped, doubled) and 64 KiB (capped at 32 KiB, doubled)", s.RecvBuffer(), s.SendBuffer())
+	}
+	_, n = twoNodes(t, Config{Latency: FixedLatency(0), SockBufMax: 16384, SndBufMax: 32768}, ShaperConfig{}, nil)
+	s, _ = n.Node(0).Bind(ProtoUDP, 1, BlockWhenFull)
+	s.SetSendBuffer(7 << 20)
+	if s.SendBuffer() != 32768 {
+		t.Fatalf("send buffer %d, want 32768 (the lower cap, 16 KiB, doubled)", s.SendBuffer())
+	}
+	if _, err := New(des.NewSim(), Config{Latency: FixedLatency(0), SndBufMax: -1}); err == nil {
+		t.Fatal("a negative send buffer cap should be rejected")
+	}
+}
+
 // TestHostQueueChain: a host queue drained at a 1 Gbit/s line rate in
 // front of an 8 Mbit/s access queue. Send-buffer space comes back when a
 // packet leaves the host (8 µs per 1 000 bytes), so a blocking sender with

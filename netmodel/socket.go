@@ -124,9 +124,12 @@ func (s *Socket) Node() *Node { return s.node }
 func (s *Socket) Port() uint16 { return s.port }
 
 // SetSendBuffer stores twice the requested size, after capping the request
-// at Config.SockBufMax, with Linux's and Shadow's floor and ceiling
-// ([4 096, 256 MiB]).
+// at Config.SockBufMax and Config.SndBufMax, with Linux's and Shadow's
+// floor and ceiling ([4 096, 256 MiB]).
 func (s *Socket) SetSendBuffer(n int) {
+	if c := s.net.cfg.SndBufMax; c > 0 {
+		n = min(n, c)
+	}
 	s.sndbuf = min(max(2*s.net.capBuf(n), minSendBuffer), maxSocketBuffer)
 }
 

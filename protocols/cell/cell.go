@@ -322,6 +322,7 @@ func Run(cfg Config) (*Record, error) {
 		Latency:    draw.LatencyMatrix(),
 		Seed:       cfg.Seed,
 		SockBufMax: p.SockBufMax,
+		SndBufMax:  p.SndBufMax,
 		RecvSlots:  p.RecvSlots,
 		RecvBlock:  p.RecvBlock,
 	})

@@ -29,6 +29,11 @@ type Profile struct {
 	// SockBufMax caps socket buffer requests before doubling (Linux
 	// rmem_max / wmem_max); 0: only the 256 MiB ceiling.
 	SockBufMax int
+	// SndBufMax, when positive, caps send buffer requests of UDP sockets
+	// alone, below SockBufMax (wmem_max apart from rmem_max): section 5's
+	// intervention on Shadow's QUIC send buffer. 0 (every profile's
+	// value): SockBufMax alone, and cell keys as they were before the knob.
+	SndBufMax int `json:",omitempty"`
 	// MeshWait: "stable" waits Settle after subscribing, then until every
 	// mesh is within [Dlo, Dhi] (the harness); "fixed" publishes at Settle
 	// after subscribing, whatever the meshes (Shadow's fixed instants).
@@ -233,6 +238,7 @@ var knobs = []knob{
 			return nil
 		}},
 	intKnob("sockbuf-max", "cap on socket buffer requests before doubling (0: none)", func(p *Profile) *int { return &p.SockBufMax }),
+	intKnob("sndbuf-max", "cap on UDP send buffer requests alone before doubling, below sockbuf-max (0: none; 32768 stores section 5's 64 KB)", func(p *Profile) *int { return &p.SndBufMax }),
 	stringKnob("mesh-wait", "stable (wait for every mesh within [Dlo, Dhi]) or fixed", func(p *Profile) *string { return &p.MeshWait }, "stable", "fixed"),
 	{"settle", "seconds from subscribing to publishing (or to the first mesh check)",
 		func(p *Profile) string { return strconv.FormatFloat(p.Settle, 'g', -1, 64) },
