@@ -291,6 +291,23 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLateReceivers by hand (section 5's count, > p50 + 0.4 s): six
+// receivers sorted 0.5, 0.7, 0.9, 1.0, 1.31, never; the p50 is the third
+// (index ceil(0.5 × 6) − 1 = 2), 0.9 s, so 1.31 s and the censored one are
+// late and 1.0 s is not. A censored p50 leaves the count unknown.
+func TestLateReceivers(t *testing.T) {
+	var r Record
+	r.fill([]float64{0.5, 0.7, 1.31, math.Inf(1), 0.9, 1.0}, 3)
+	if r.P50S == nil || *r.P50S != 0.9 || r.Late == nil || *r.Late != 2 {
+		t.Fatalf("p50 %v, late %v: want 0.9 s and 2", r.P50S, r.Late)
+	}
+	var c Record
+	c.fill([]float64{0.5, math.Inf(1), math.Inf(1)}, 3)
+	if c.P50S != nil || c.Late != nil {
+		t.Fatalf("censored p50: late %v, want nil", c.Late)
+	}
+}
+
 // TestMeshLatency by hand: three nodes, latencies 10, 20 and 30 ms on the
 // pairs (0,1), (0,2), (1,2); meshes 0–1 and 0–2 seen from both ends give
 // (10+20+10+20)/4 = 15 ms; the dial graph's two edges (0,1) and (1,2)

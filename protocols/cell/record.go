@@ -130,6 +130,11 @@ type Record struct {
 	WallS        float64  `json:"wall_s"`
 	MaxRSSKB     int64    `json:"max_rss_kb"`
 
+	// Late counts the receivers that completed more than LateAfter past
+	// the p50, or never (section 5's "late receivers"); nil when the p50
+	// is censored, and in records written before the field.
+	Late *int `json:"late_receivers,omitempty"`
+
 	ArmName  string     `json:"arm_name"` // the catalogue name (protocols/arms)
 	Policy   string     `json:"policy"`   // forwarding: stock, stock batch, or the phase policy
 	Topics   int        `json:"topics"`
@@ -204,4 +209,17 @@ func (r *Record) fill(times []float64, deadline float64) {
 		return nil
 	}
 	r.P50S, r.P90S, r.P99S, r.LastS = q(0.5), q(0.9), q(0.99), q(1)
+	if r.P50S != nil {
+		late := 0
+		for _, t := range times {
+			if t > *r.P50S+LateAfter {
+				late++ // +Inf, a receiver that never completed, counts
+			}
+		}
+		r.Late = &late
+	}
 }
+
+// LateAfter is how far past the p50 a receiver counts as late (report
+// section 5: "late receivers (> p50 + 0.4 s)").
+const LateAfter = 0.4
