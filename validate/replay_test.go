@@ -228,3 +228,72 @@ func TestCompareDiffsPaired(t *testing.T) {
 	}
 	t.Fatal("the difference was not compared")
 }
+
+// TestPlanSendBuffer: section 5's table plans three cells of coded B at
+// seed 7: Shadow QUIC with quic-go's own 7 MB request (the Figure 1 cell,
+// same key), with the send buffer alone stored at 64 KB (request capped at
+// 32 KiB, receive buffer untouched), and Shadow TCP. Late receivers replay
+// from the record's count; a record written before the count is missing.
+func TestPlanSendBuffer(t *testing.T) {
+	p, err := PlanTable("s5_sndbuf", PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Skipped) != 0 || len(p.Cells) != 3 {
+		t.Fatalf("%d cells, skipped %+v; want 3 and none", len(p.Cells), p.Skipped)
+	}
+	fig1, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7}, Arms: []string{"bcodedfc1"}, Backends: []string{"shadow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fig1Keys := map[string]bool{}
+	for _, c := range fig1.Cells {
+		fig1Keys[c.Configs[0].Key()] = true
+	}
+	cells := map[string]*ReplayCell{}
+	for _, c := range p.Cells {
+		if len(c.Configs) != 1 || c.Seeds[0] != 7 || c.N != 500 {
+			t.Fatalf("%s: seeds %v, n %d; want seed 7 at 500 nodes", c.Column, c.Seeds, c.N)
+		}
+		cells[c.Column.Condition+" "+c.Column.Transport] = c
+	}
+	big, small, tcp := cells["sndbuf-7MB quic"], cells["sndbuf-64KB quic"], cells["cold tcp"]
+	if big == nil || small == nil || tcp == nil {
+		t.Fatalf("cells %v", cells)
+	}
+	if !fig1Keys[big.Configs[0].Key()] || !fig1Keys[tcp.Configs[0].Key()] || fig1Keys[small.Configs[0].Key()] {
+		t.Fatal("the 7 MB and TCP cells should be Figure 1's shadow cells, the 64 KB cell a new one")
+	}
+	if got := small.Configs[0].Profile; got.SndBufMax != 32768 || got.SockBufMax != 0 {
+		t.Fatalf("64 KB cell: sndbuf-max %d, sockbuf-max %d; want 32768 and 0", got.SndBufMax, got.SockBufMax)
+	}
+	records := map[string]*cell.Record{}
+	f := func(v float64) *float64 { return &v }
+	late := 23
+	records[small.Configs[0].Key()] = &cell.Record{P50S: f(0.85), Late: &late}
+	records[big.Configs[0].Key()] = &cell.Record{P50S: f(0.84)} // no count: an older record
+	seen := 0
+	for _, r := range p.Compare(records) {
+		if r.Ref.Statistic != "late_receivers" || r.Cell.Column.Transport != "quic" {
+			continue
+		}
+		switch r.Cell {
+		case small:
+			seen++
+			if r.Missing != 0 || r.Median.V != 23 || r.Diff.V != 0 {
+				t.Fatalf("64 KB late receivers: %+v", r)
+			}
+		case big:
+			seen++
+			if r.Missing != 1 || len(r.PerSeed) != 0 {
+				t.Fatalf("7 MB late receivers from an older record: %+v", r)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("checked %d late-receiver rows, want 2", seen)
+	}
+	if _, err := configFor(cell.Config{}, small.Arm, Column{"harness", "quic", "fq_codel", "home", "sndbuf-64KB"}, 50, 1<<20, 7, nil); err == nil {
+		t.Fatal("a send-buffer condition under the harness should be refused")
+	}
+}

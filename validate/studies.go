@@ -101,12 +101,12 @@ func Studies() []Study {
 			Arms:     []string{"bfixed", "bcodedfc1"}, N: 500, Payload: mib, Seeds: seeds(7, 16), Stat: "p99",
 			Variants: []Variant{
 				{Label: "shadow QUIC, 2 × 7 MiB buffers", Profile: "shadow"},
-				{Label: "shadow QUIC, buffers capped at 32 KiB (64 KiB stored)", Profile: "shadow", Knobs: map[string]string{"sockbuf-max": "32768"}},
+				{Label: "shadow QUIC, send buffer capped at 64 KiB (section 5)", Profile: "shadow", Knobs: map[string]string{"sndbuf-max": "32768"}},
 				{Label: "shadow QUIC, B timeout fixed at 400 ms", Profile: "shadow", BFixed: true},
 				{Label: "shadow QUIC, B timeout from 200 ms", Profile: "shadow", BTimeout: 200 * des.Millisecond},
 				{Label: "shadow TCP", Profile: "shadow", Transport: "tcp"},
 			},
-			Note: "quic-go's initial flow-control windows cannot be varied: go-libp2p's QUIC transport fixes its quic.Config and offers no option for them. The buffer cap applies to send and receive buffers alike (the sockbuf-max knob).",
+			Note: "quic-go's initial flow-control windows cannot be varied: go-libp2p's QUIC transport fixes its quic.Config and offers no option for them. The cap is section 5's intervention: quic-go's UDP send buffer stored at 64 KiB (the request capped at 32 KiB, the sndbuf-max knob), its receive buffer left alone; section 5's own seed-7 cells replay with --table s5_sndbuf.",
 		},
 		{
 			Name:     "phase-queue",
