@@ -289,6 +289,14 @@ func TestRecordRoundTrip(t *testing.T) {
 	if !strings.Contains(string(b), `"p99_s":null`) {
 		t.Fatalf("a censored quantile must encode as null: %s", b)
 	}
+	done, n, ok := back.CompletionTimes()
+	if !ok || n != 4 || !reflect.DeepEqual(done, []float64{0.5, 0.7, 0.9}) {
+		t.Fatalf("completion times %v of %d (ok %v); want 0.5, 0.7, 0.9 of 4", done, n, ok)
+	}
+	old := Record{Completed: 3, Total: 4} // written before completion_us
+	if _, _, ok := old.CompletionTimes(); ok {
+		t.Fatal("a record without completion times or node rows must say so")
+	}
 }
 
 // TestLateReceivers by hand (section 5's count, > p50 + 0.4 s): six
