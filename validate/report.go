@@ -24,7 +24,8 @@ import (
 // its p50 as a tick, whiskers of ±1 s.d. of the per-seed p99, the
 // reference p99 as a ring, and the 3 s budget line) and one
 // cdf-COLUMN.png per column (completion times of every receiver of every
-// seed, per arm; records need per-node rows for these).
+// seed, per arm; records written before completion_us need per-node rows
+// for these).
 func WriteReport(dir string, p *Plan, records map[string]*cell.Record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -259,35 +260,9 @@ func cdf(path string, p *Plan, col Column, records map[string]*cell.Record) erro
 	pl.Y.Label.Text = "fraction of receivers"
 	pl.Y.Min, pl.Y.Max = 0, 1
 	for ai, arm := range planArms(p) {
-		var times []float64
-		total := 0
-		for _, c := range p.Cells {
-			if c.Column != col || c.Arm.Published != arm {
-				continue
-			}
-			for _, cfg := range c.Configs {
-				r := records[cfg.Key()]
-				if r == nil {
-					continue
-				}
-				for _, n := range r.Nodes {
-					if n.Index == 0 {
-						continue
-					}
-					total++
-					if n.TimeS != nil {
-						times = append(times, *n.TimeS)
-					}
-				}
-			}
-		}
-		if total == 0 {
+		xy := cdfPoints(p, col, arm, records)
+		if len(xy) == 0 {
 			continue
-		}
-		slices.Sort(times)
-		xy := make(plotter.XYs, len(times))
-		for i, t := range times {
-			xy[i] = plotter.XY{X: t, Y: float64(i+1) / float64(total)}
 		}
 		l, err := plotter.NewLine(xy)
 		if err != nil {
@@ -300,4 +275,31 @@ func cdf(path string, p *Plan, col Column, records map[string]*cell.Record) erro
 	}
 	pl.Legend.Top, pl.Legend.Left = false, false
 	return pl.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+// cdfPoints pools one arm's receivers over the column's seeds: a point per
+// completion at the fraction of all receivers complete by then, so the
+// curve tops out below 1 when some are censored.
+func cdfPoints(p *Plan, col Column, arm string, records map[string]*cell.Record) plotter.XYs {
+	var times []float64
+	total := 0
+	for _, c := range p.Cells {
+		if c.Column != col || c.Arm.Published != arm {
+			continue
+		}
+		for _, cfg := range c.Configs {
+			if r := records[cfg.Key()]; r != nil {
+				if done, n, ok := r.CompletionTimes(); ok {
+					times = append(times, done...)
+					total += n
+				}
+			}
+		}
+	}
+	slices.Sort(times)
+	xy := make(plotter.XYs, len(times))
+	for i, t := range times {
+		xy[i] = plotter.XY{X: t, Y: float64(i+1) / float64(total)}
+	}
+	return xy
 }

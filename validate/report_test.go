@@ -63,3 +63,34 @@ func TestWriteReport(t *testing.T) {
 		}
 	}
 }
+
+// cdfPoints pools a column's seeds: two records of four receivers, one
+// with completion_us (0.5 s, 0.7 s, two censored), one with per-node rows
+// (0.6 s and three censored), give 0.5, 0.6, 0.7 s at 1/8, 2/8, 3/8; a
+// record with neither adds nothing.
+func TestCDFPoints(t *testing.T) {
+	p, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7, 8, 9}, Arms: []string{"atuned"}, Backends: []string{"shadow"}, Transports: []string{"quic"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Cells) != 1 {
+		t.Fatalf("%d cells, want 1", len(p.Cells))
+	}
+	c := p.Cells[0]
+	f := func(v float64) *float64 { return &v }
+	records := map[string]*cell.Record{
+		c.Configs[0].Key(): {Completed: 2, Total: 4, CompletionUS: []int64{500000, 700000}},
+		c.Configs[1].Key(): {Completed: 1, Total: 4, Nodes: []cell.NodeRow{{Index: 0, TimeS: f(0)}, {Index: 1, TimeS: f(0.6)}, {Index: 2}, {Index: 3}, {Index: 4}}},
+		c.Configs[2].Key(): {Completed: 3, Total: 4}, // neither: an older record
+	}
+	got := cdfPoints(p, c.Column, "atuned", records)
+	want := []struct{ x, y float64 }{{0.5, 0.125}, {0.6, 0.25}, {0.7, 0.375}}
+	if len(got) != len(want) {
+		t.Fatalf("points %v, want %v", got, want)
+	}
+	for i, w := range want {
+		if got[i].X != w.x || got[i].Y != w.y {
+			t.Fatalf("points %v, want %v", got, want)
+		}
+	}
+}
