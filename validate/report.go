@@ -85,8 +85,12 @@ func markdown(p *Plan, rows []Row, records map[string]*cell.Record) string {
 		if r.Within {
 			verdict = "within"
 		}
+		if r.Missing > 0 {
+			verdict += " (partial)"
+		}
+		f := func(v Value) string { return FormatValue(v, r.Ref.Unit) }
 		fmt.Fprintf(&b, "| %s | %s | %s | %s %s | %s | %s to %s | %d/%d | %s | %s |\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic,
-			r.Ref.ValueText, r.Ref.Unit, r.Median, r.Spread.Lo, r.Spread.Hi, len(r.PerSeed), len(r.Cell.Seeds), FormatDiff(r.Diff), verdict)
+			r.Ref.ValueText, r.Ref.Unit, f(r.Median), f(r.Spread.Lo), f(r.Spread.Hi), len(r.PerSeed), len(r.Cell.Seeds), FormatDiff(r.Diff), verdict)
 	}
 	b.WriteString("\n" + VerdictRule + "\n")
 	if ds := p.CompareDiffs(records); len(ds) > 0 {

@@ -48,7 +48,7 @@ func TestWriteReport(t *testing.T) {
 	if !strings.Contains(string(md), "| wholend | shadow quic fifo | twin quic fq_codel | p50 | of medians | −34% | −20% |") {
 		t.Fatalf("report.md lacks the whole message's difference from the twin:\n%s", md)
 	}
-	if !strings.Contains(string(md), "| wholend | shadow quic fifo | p50 | 3.22 s | 3.25 |") {
+	if !strings.Contains(string(md), "| wholend | shadow quic fifo | p50 | 3.22 s | 3.250 s | 3.200 s to 3.300 s | 2/2 |") {
 		t.Fatalf("report.md lacks the whole message's p50 row:\n%s", md)
 	}
 	for _, name := range []string{"bars.png", "cdf-shadow-quic-fifo.png", "cdf-shadow-tcp-fifo.png"} {

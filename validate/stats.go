@@ -339,3 +339,17 @@ func FormatDiff(d Value) string {
 func FormatPaired(p Paired) string {
 	return FormatDiff(p.Median) + " [" + strings.TrimSuffix(FormatDiff(p.Lo), "%") + " to " + FormatDiff(p.Hi) + "]"
 }
+
+// FormatValue prints an uplink value in a reference row's unit: seconds to
+// the millisecond, percentages to a tenth, "cens." for a censored value.
+func FormatValue(v Value, unit string) string {
+	switch {
+	case v.Censored:
+		return "cens."
+	case unit == "s":
+		return fmt.Sprintf("%.3f s", v.V)
+	case unit == "%":
+		return fmt.Sprintf("%.1f %%", v.V)
+	}
+	return fmt.Sprintf("%.4g %s", v.V, unit)
+}

@@ -324,7 +324,7 @@ func printComparison(w io.Writer, p *validate.Plan, records map[string]*cell.Rec
 		if r.Missing > 0 {
 			verdict += " (partial)"
 		}
-		f := func(v validate.Value) string { return fmtValue(v, unit) }
+		f := func(v validate.Value) string { return validate.FormatValue(v, unit) }
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s..%s\t%d/%d\t%s\t%s\t\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic, ref,
 			f(r.Median), f(r.Spread.Lo), f(r.Spread.Hi), len(r.PerSeed), len(r.Cell.Seeds), validate.FormatDiff(r.Diff), verdict)
 	}
@@ -361,19 +361,6 @@ func printDiffs(w io.Writer, ds []validate.DiffResult) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "verdict: within when the reference difference lies in the range of uplink's per-seed differences.")
-}
-
-// fmtValue prints an uplink value at about the reports' precision.
-func fmtValue(v validate.Value, unit string) string {
-	switch {
-	case v.Censored:
-		return "cens."
-	case unit == "s":
-		return fmt.Sprintf("%.3f s", v.V)
-	case unit == "%":
-		return fmt.Sprintf("%.1f %%", v.V)
-	}
-	return fmt.Sprintf("%.4g %s", v.V, unit)
 }
 
 // runMissing runs cfgs (the cells without records), appending their
@@ -471,7 +458,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 			vs = "base arm"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%.0f\t%s\t%.0f\t%s\t%s\t\n", r.Variant, r.Arm, r.Seeds,
-			fmtValue(r.P50, "s"), fmtValue(r.P50Range.Lo, "s"), fmtValue(r.P50Range.Hi, "s"), fmtValue(r.P99, "s"), rate, vs,
+			validate.FormatValue(r.P50, "s"), validate.FormatValue(r.P50Range.Lo, "s"), validate.FormatValue(r.P50Range.Hi, "s"), validate.FormatValue(r.P99, "s"), rate, vs,
 			r.Dups, validate.FormatBytes(r.RxNode), r.QueueDrops, cwnd, lost)
 	}
 	tw.Flush()
