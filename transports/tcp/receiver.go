@@ -66,23 +66,27 @@ func (r *receiver) start(irs SeqNum) {
 	r.nxt, r.readSeq, r.wup, r.advRight = irs+1, irs+1, irs+1, irs+1
 }
 
-// setBuffer sizes the receive buffer (it only grows).
+// setBuffer sizes the receive buffer (it only grows). The ring holding
+// its bytes grows only as data arrives (segment): autotuning offers
+// windows of megabytes that most connections never fill, and a ring sized
+// to the window would count as live heap and push the collector's target
+// far above what the cell really holds.
 func (r *receiver) setBuffer(b int) {
 	r.rcvbuf = b
 	r.win = b
 	if sc := r.ep.cfg.AdvWinScale; sc > 0 {
 		r.win = b - b>>sc // tcp_win_from_space
 	}
-	if r.win > r.buf.cap() {
-		keep := 0
-		if r.nxt != r.readSeq || !r.ooo.empty() || r.advRight != r.readSeq {
-			keep = max(r.advRight.Sub(r.readSeq), r.nxt.Sub(r.readSeq))
-			if !r.ooo.empty() {
-				keep = max(keep, r.ooo.rs[len(r.ooo.rs)-1].end.Sub(r.readSeq))
-			}
-		}
-		r.buf.grow(r.win, keep)
+}
+
+// stored is the bytes the ring holds from readSeq on: in-order unread
+// data and the out-of-order ranges beyond it.
+func (r *receiver) stored() int {
+	n := r.nxt.Sub(r.readSeq)
+	if !r.ooo.empty() {
+		n = max(n, r.ooo.rs[len(r.ooo.rs)-1].end.Sub(r.readSeq))
 	}
+	return n
 }
 
 func (r *receiver) established(now des.Time) {
@@ -167,7 +171,9 @@ func (r *receiver) segment(seq SeqNum, data []byte, fin bool, now des.Time) {
 		fin = false
 	}
 	if len(data) > 0 {
-		r.buf.copyIn(seq.Sub(r.readSeq), data)
+		off := seq.Sub(r.readSeq)
+		r.buf.grow(off+len(data), r.stored())
+		r.buf.copyIn(off, data)
 	}
 	if fin {
 		r.finRcvd, r.finSeq = true, end
