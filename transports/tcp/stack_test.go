@@ -437,3 +437,28 @@ func TestAwaitWritableRearmsTheWakeUp(t *testing.T) {
 		t.Fatalf("after a second: %d wake-ups, %d bytes unacknowledged; want 2 and 0", wakes, cli.Buffered())
 	}
 }
+
+// TestReceiveRingFollowsData: the receive ring holds what arrives, not
+// the window the receiver offers. Shadow's autotuning offers a window of
+// hundreds of KiB from the start; a 20 000-byte transfer that the reader
+// does not drain needs a ring of 32 KiB (the power of two above it), and
+// every byte still arrives intact once the reader reads.
+func TestReceiveRingFollowsData(t *testing.T) {
+	tn := newTestNet(t, ShadowConfig(), netmodel.Config{}, link{up: 50e6, down: 100e6}, link{up: 50e6, down: 100e6})
+	f := tn.startFlow(0, 1, 80, 20000, 1)
+	f.paused = true
+	tn.sim.RunUntil(des.Second)
+	r := &f.srv.rcv
+	if r.unread() != 20000 {
+		t.Fatalf("%d bytes unread, want 20000", r.unread())
+	}
+	if r.win < 128<<10 || r.buf.cap() != 32<<10 {
+		t.Fatalf("window %d, ring %d bytes: want a window of at least 128 KiB and a 32 KiB ring", r.win, r.buf.cap())
+	}
+	f.paused = false
+	f.readable(tn.sim.Now())
+	tn.sim.RunUntil(2 * des.Second)
+	if !f.intact() {
+		t.Fatalf("read %d of %d bytes, intact %v", f.read, f.written, f.intact())
+	}
+}
