@@ -331,6 +331,9 @@ func (r *receiver) read(b []byte, now des.Time) int {
 	r.buf.copyOut(0, b[:n])
 	r.buf.advance(n)
 	r.readSeq = r.readSeq.Add(n)
+	if r.stored() == 0 {
+		r.buf.shed()
+	}
 	ep := r.ep
 	switch ep.cfg.Autotune {
 	case AutotuneLinux:

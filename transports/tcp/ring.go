@@ -63,6 +63,20 @@ func (r *byteRing) view(off, n int, scratch []byte) []byte {
 	return scratch[:n]
 }
 
+// ringKeep is the largest ring kept while empty. An emptied ring above it
+// is released (shed), so the megabyte rings of a burst (a 1 MiB message,
+// an autotuned window) do not stay live, and resident, for the rest of a
+// run on every one of a cell's tens of thousands of connections.
+const ringKeep = 64 << 10
+
+// shed releases the ring if it is larger than ringKeep; the caller knows
+// it holds nothing.
+func (r *byteRing) shed() {
+	if len(r.buf) > ringKeep {
+		r.buf, r.head = nil, 0
+	}
+}
+
 // advance drops the first k bytes.
 func (r *byteRing) advance(k int) {
 	if len(r.buf) > 0 {

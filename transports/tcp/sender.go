@@ -561,6 +561,9 @@ func (s *sender) clean(ack SeqNum) (acked, fresh int, seqRTT, caRTT des.Time, re
 	if dataAcked > 0 {
 		s.buf.advance(dataAcked)
 		s.bufLen -= dataAcked
+		if s.bufLen == 0 {
+			s.buf.shed()
+		}
 		s.ep.stats.BytesAcked += uint64(dataAcked)
 	}
 	s.una = ack

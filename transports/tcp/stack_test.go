@@ -462,3 +462,34 @@ func TestReceiveRingFollowsData(t *testing.T) {
 		t.Fatalf("read %d of %d bytes, intact %v", f.read, f.written, f.intact())
 	}
 }
+
+// TestRingsShedWhenEmpty: a ring that grew past ringKeep during a burst
+// is released once it holds nothing, on both ends: mid-transfer of 1 MiB
+// to a reader that has stopped reading, both rings hold well over 64 KiB;
+// once the reader drains and every byte is acknowledged, neither keeps
+// one (the last few segments may regrow a small one), and the bytes
+// arrived intact.
+func TestRingsShedWhenEmpty(t *testing.T) {
+	tn := newTestNet(t, ShadowConfig(), netmodel.Config{}, link{up: 50e6, down: 100e6}, link{up: 50e6, down: 100e6})
+	f := tn.startFlow(0, 1, 80, 1<<20, 1)
+	f.noClose = true // keep the connection open: an idle one must not keep its rings
+	tn.sim.RunUntil(50 * des.Millisecond)
+	f.paused = true
+	tn.sim.RunUntil(150 * des.Millisecond)
+	snd, rcv := &f.cli.snd, &f.srv.rcv
+	if snd.buf.cap() <= ringKeep || rcv.buf.cap() <= ringKeep {
+		t.Fatalf("mid-transfer rings %d and %d bytes; want both above %d", snd.buf.cap(), rcv.buf.cap(), ringKeep)
+	}
+	f.paused = false
+	f.readable(tn.sim.Now())
+	tn.sim.RunUntil(3 * des.Second)
+	if f.read != 1<<20 || snd.bufLen != 0 {
+		t.Fatalf("read %d of %d bytes, %d unacknowledged", f.read, 1<<20, snd.bufLen)
+	}
+	if snd.buf.cap() > ringKeep || rcv.buf.cap() > ringKeep {
+		t.Fatalf("idle rings %d and %d bytes; want both released (at most %d, regrown by the last segments)", snd.buf.cap(), rcv.buf.cap(), ringKeep)
+	}
+	if string(f.wh.Sum(nil)) != string(f.rh.Sum(nil)) {
+		t.Fatal("the bytes read differ from those written")
+	}
+}
