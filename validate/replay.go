@@ -518,6 +518,15 @@ func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed 
 	return c, nil
 }
 
+// NoValue says why a row has no uplink value: its cell has not run, or its
+// records predate the statistic.
+func (r Row) NoValue() string {
+	if r.Lacking > 0 {
+		return "not in the records (rerun the cell)"
+	}
+	return "not run"
+}
+
 // conditionKnobs sets what a column's condition changes in its profile.
 // The warm condition is a mode of the cell driver, not a knob (configFor).
 // Section 5's send-buffer rows cap quic-go's UDP send buffer under Shadow:
@@ -545,7 +554,8 @@ type Row struct {
 	Ref      RefRow
 	Cell     *ReplayCell
 	PerSeed  []Value // uplink, by the cell's seeds; missing seeds left out
-	Missing  int     // seeds without a record
+	Missing  int     // seeds without a record, or whose record lacks the statistic
+	Lacking  int     // of those, seeds whose record lacks it (written before the field)
 	Median   Value
 	Spread   Spread
 	Diff     Value // (uplink − reference) / reference, in percent
@@ -574,6 +584,9 @@ func (p *Plan) Compare(records map[string]*cell.Record) []Row {
 				}
 				if !ok {
 					row.Missing++
+					if rec != nil {
+						row.Lacking++
+					}
 					continue
 				}
 				if !v.Censored {

@@ -285,7 +285,7 @@ func TestPlanSendBuffer(t *testing.T) {
 			}
 		case big:
 			seen++
-			if r.Missing != 1 || len(r.PerSeed) != 0 {
+			if r.Missing != 1 || r.Lacking != 1 || len(r.PerSeed) != 0 || r.NoValue() != "not in the records (rerun the cell)" {
 				t.Fatalf("7 MB late receivers from an older record: %+v", r)
 			}
 		}

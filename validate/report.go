@@ -78,7 +78,7 @@ func markdown(p *Plan, rows []Row, records map[string]*cell.Record) string {
 	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range rows {
 		if len(r.PerSeed) == 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s %s | not run | | 0/%d | | |\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic, r.Ref.ValueText, r.Ref.Unit, len(r.Cell.Seeds))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s %s | %s | | 0/%d | | |\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic, r.Ref.ValueText, r.Ref.Unit, r.NoValue(), len(r.Cell.Seeds))
 			continue
 		}
 		verdict := "outside"

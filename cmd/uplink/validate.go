@@ -314,7 +314,7 @@ func printComparison(w io.Writer, p *validate.Plan, records map[string]*cell.Rec
 		unit := r.Ref.Unit
 		ref := r.Ref.ValueText + " " + unit
 		if len(r.PerSeed) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t0/%d\t-\tnot run\t\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic, ref, len(r.Cell.Seeds))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t0/%d\t-\t%s\t\n", r.Cell.Arm.Published, r.Cell.Column, r.Ref.Statistic, ref, len(r.Cell.Seeds), r.NoValue())
 			continue
 		}
 		verdict := "outside"
