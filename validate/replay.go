@@ -578,15 +578,14 @@ func (p *Plan) Compare(records map[string]*cell.Record) []Row {
 			row := Row{Ref: r, Cell: c}
 			for _, cfg := range c.Configs {
 				rec := records[cfg.Key()]
-				v, ok := Value{}, false
-				if rec != nil {
-					v, ok = RecordStat(r.Statistic, rec)
+				if rec == nil {
+					row.Missing++
+					continue
 				}
+				v, ok := RecordStat(r.Statistic, rec)
 				if !ok {
 					row.Missing++
-					if rec != nil {
-						row.Lacking++
-					}
+					row.Lacking++
 					continue
 				}
 				if !v.Censored {
