@@ -172,7 +172,9 @@ func (r *receiver) segment(seq SeqNum, data []byte, fin bool, now des.Time) {
 	}
 	if len(data) > 0 {
 		off := seq.Sub(r.readSeq)
-		r.buf.grow(off+len(data), r.stored())
+		if need := off + len(data); need > r.buf.cap() {
+			r.buf.grow(need, r.stored())
+		}
 		r.buf.copyIn(off, data)
 	}
 	if fin {
