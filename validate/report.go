@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -46,14 +47,21 @@ func WriteReport(dir string, p *Plan, records map[string]*cell.Record) error {
 	return nil
 }
 
-// columns lists the plan's columns in first-seen order.
+// columns lists the plan's columns in the order the table gives them (by
+// each column's first row), then those only named by a difference.
 func columns(p *Plan) []Column {
 	var out []Column
+	first := map[Column]int{}
 	for _, c := range p.Cells {
 		if !slices.Contains(out, c.Column) {
 			out = append(out, c.Column)
+			first[c.Column] = math.MaxInt
+		}
+		for _, r := range c.Rows {
+			first[c.Column] = min(first[c.Column], r.Line)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Column) int { return cmp.Compare(first[a], first[b]) })
 	return out
 }
 

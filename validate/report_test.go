@@ -4,6 +4,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,5 +93,23 @@ func TestCDFPoints(t *testing.T) {
 		if got[i].X != w.x || got[i].Y != w.y {
 			t.Fatalf("points %v, want %v", got, want)
 		}
+	}
+}
+
+// The report lists columns as the table does (Appendix D: harness, twin,
+// Shadow QUIC, Shadow TCP), although the differences plan the Shadow QUIC
+// and twin cells first.
+func TestColumnsFollowTheTable(t *testing.T) {
+	p, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7}, Arms: []string{"atuned"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range columns(p) {
+		got = append(got, c.Backend+" "+c.Transport)
+	}
+	want := []string{"harness quic", "twin quic", "shadow quic", "shadow tcp"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("columns %v, want %v", got, want)
 	}
 }
