@@ -9,8 +9,8 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -36,7 +36,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux (a difference between two columns is replayed when both are selected)")
 	transportsS := fs.String("transport", "", "only the columns over these transports, comma-separated: quic, tcp")
 	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
-	reuse := fs.StringArray("reuse", nil, "also reuse finished cells from this records file, read only (repeatable; a later file wins for a cell in several, --cache over all), e.g. another table's cache")
+	reuse := fs.StringArray("reuse", nil, "also reuse finished cells from this records file or quoted glob pattern, read only (repeatable; a later file wins for a cell in several, --cache over all), e.g. another table's cache or 'records/validate-*.jsonl'")
 	fresh := fs.Bool("fresh", false, "ignore the records already in --cache and --reuse (they stay in the files)")
 	anyVersion := fs.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
 	dryRun := fs.Bool("dry-run", false, "print what would run and exit")
@@ -207,12 +207,15 @@ func recordSources(cache string, reuse []string) string {
 // a later file's record winning for a key in several.
 func readAllRecords(cache string, reuse []string, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
 	out := map[string]*cell.Record{}
-	for _, path := range append(slices.Clone(reuse), cache) {
-		if path != cache {
-			if _, err := os.Stat(path); err != nil {
-				return nil, usageError{fmt.Errorf("--reuse: %w", err)}
-			}
+	var paths []string
+	for _, path := range reuse {
+		matches, err := reusePaths(path)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--reuse: %w", err)}
 		}
+		paths = append(paths, matches...)
+	}
+	for _, path := range append(paths, cache) {
 		recs, err := readRecords(path, v, anyVersion, stderr)
 		if err != nil {
 			return nil, err
@@ -220,6 +223,26 @@ func readAllRecords(cache string, reuse []string, v string, anyVersion bool, std
 		maps.Copy(out, recs)
 	}
 	return out, nil
+}
+
+// reusePaths expands one --reuse value: a file, or a glob pattern (quoted
+// from the shell, e.g. 'records/validate-*.jsonl') that must match at
+// least one file, taken in name order.
+func reusePaths(pattern string) ([]string, error) {
+	if !strings.ContainsAny(pattern, "*?[") {
+		if _, err := os.Stat(pattern); err != nil {
+			return nil, err
+		}
+		return []string{pattern}, nil
+	}
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	if len(matches) == 0 {
+		return nil, fmt.Errorf("pattern %q matches no file", pattern)
+	}
+	return matches, nil // Glob sorts them
 }
 
 // readRecords reads a JSON Lines records file into a map by key (a later

@@ -71,9 +71,17 @@ func TestValidateReplay(t *testing.T) {
 	if out, err := exec.Command(bin, other...).CombinedOutput(); err != nil || !strings.Contains(string(out), "0 to run") || strings.Contains(string(out), "done 1/") {
 		t.Fatalf("--reuse did not reuse the first cache: %v\n%s", err, out)
 	}
-	other[len(other)-1] = filepath.Join(t.TempDir(), "missing.jsonl")
-	if out, err := exec.Command(bin, other...).CombinedOutput(); err == nil || !strings.Contains(string(out), "--reuse") {
-		t.Fatalf("a missing --reuse file was accepted: %v\n%s", err, out)
+	// A quoted glob reads every file it matches; one that matches none is
+	// a usage error too.
+	other[len(other)-1] = filepath.Join(filepath.Dir(cache), "*.jsonl")
+	if out, err := exec.Command(bin, other...).CombinedOutput(); err != nil || !strings.Contains(string(out), "0 to run") || strings.Contains(string(out), "done 1/") {
+		t.Fatalf("--reuse with a glob did not reuse the first cache: %v\n%s", err, out)
+	}
+	for _, missing := range []string{"missing.jsonl", "missing-*.jsonl"} {
+		other[len(other)-1] = filepath.Join(t.TempDir(), missing)
+		if out, err := exec.Command(bin, other...).CombinedOutput(); err == nil || !strings.Contains(string(out), "--reuse") {
+			t.Fatalf("a --reuse of %s was accepted: %v\n%s", missing, err, out)
+		}
 	}
 	// --cached-only with an arm the cache lacks: nothing runs, the two
 	// cached arms compare as before, the third prints as not run.
