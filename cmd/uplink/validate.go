@@ -196,11 +196,20 @@ func splitList(s string) []string {
 }
 
 // recordSources names where a replay's records come from.
+// A glob counts as the files it matches (readAllRecords has checked them).
 func recordSources(cache string, reuse []string) string {
-	if len(reuse) == 0 {
-		return cache
+	n := 0
+	for _, pattern := range reuse {
+		matches, _ := reusePaths(pattern)
+		n += len(matches)
 	}
-	return fmt.Sprintf("%s and %d --reuse files", cache, len(reuse))
+	switch n {
+	case 0:
+		return cache
+	case 1:
+		return cache + " and 1 --reuse file"
+	}
+	return fmt.Sprintf("%s and %d --reuse files", cache, n)
 }
 
 // readAllRecords reads the --reuse files in order and then the cache,
