@@ -247,6 +247,7 @@ type Node struct {
 	blocked  int   // sockets whose writers wait for send-buffer space
 	socks    map[uint16]*Socket
 	nextPort uint16
+	prio     uint64                                  // the last packet priority taken (Socket.Priorities)
 	unbound  map[uint8]func(p *Packet, now des.Time) // see HandleUnbound
 	Counters Counters
 }

@@ -159,15 +159,35 @@ func (s *Socket) SendQueued() int { return s.sndQueued }
 // BlockWhenFull mode Send returns ErrWouldBlock while the bytes already
 // queued reach the send buffer (Linux's rule: a send proceeds while the
 // queued bytes are below the buffer, so one packet may overshoot).
+//
+// A datagram with a payload takes the node's next packet priority as it is
+// sent (Shadow's rule for UDP; see Priorities).
 func (s *Socket) Send(dst int, dstPort uint16, payload []byte, now des.Time) error {
-	return s.SendSegment(dst, dstPort, payload, nil, UDPHeader, false, now)
+	var prio uint64
+	if len(payload) > 0 {
+		prio = s.Priorities(1)
+	}
+	return s.SendSegment(dst, dstPort, payload, nil, UDPHeader, false, prio, now)
+}
+
+// Priorities reserves n consecutive packet priorities of the socket's node
+// and returns the first. A priority is the order in which a packet's data
+// became sendable on the node (Shadow's per-host packet counter, which
+// Shadow's fifo interface discipline sends by: queues.ShadowFIFO). UDP
+// takes one per datagram as it is sent; a TCP that models Shadow's takes
+// them when the application writes, one per segment the write will make.
+func (s *Socket) Priorities(n int) uint64 {
+	first := s.node.prio + 1
+	s.node.prio += uint64(n)
+	return first
 }
 
 // SendSegment is Send for any transport: hdr travels with the packet
 // (Packet.Hdr, opaque to the network), overhead is the transport header's
 // size on the wire (the IPv4 header is added), ect marks the packet
-// ECN-capable.
-func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, overhead int, ect bool, now des.Time) error {
+// ECN-capable, prio is its priority (0 for a control packet, which
+// Shadow's fifo sends first; see Priorities).
+func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, overhead int, ect bool, prio uint64, now des.Time) error {
 	if s.closed {
 		return ErrClosed
 	}
@@ -194,7 +214,7 @@ func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, o
 	p.Flow.SrcPort, p.Flow.DstPort = s.port, dstPort
 	p.Flow.Proto = s.proto
 	p.Flow.Sock = s.id
-	p.Hdr, p.ECT = hdr, ect
+	p.Hdr, p.ECT, p.Prio = hdr, ect, prio
 	s.sendSeq++
 	p.Seq = s.sendSeq
 	s.node.first.enqueue(p, now)

@@ -54,8 +54,9 @@ func NewBfifo(limit int) (*FIFO, error) {
 	return &FIFO{byteLimit: limit}, nil
 }
 
-// NewUnlimitedFIFO returns a FIFO without limits. It is also Shadow's `fifo`
-// interface discipline (see NewShadowFIFO).
+// NewUnlimitedFIFO returns a FIFO without limits: packets leave in the
+// order they were queued. Shadow's `fifo` (NewShadowFIFO) orders by when
+// their data became sendable instead, which differs for TCP.
 func NewUnlimitedFIFO() *FIFO { return &FIFO{} }
 
 // Limits returns the packet and byte limits (0: none).

@@ -310,8 +310,18 @@ func FuzzShadowRR(f *testing.F) { f.Fuzz(runShadowRR) }
 func runShadowRR(t *testing.T, variant uint8, ops []byte) {
 	q := NewShadowRR()
 	fuzzOps(t, fuzzCase{q: q}, variant, ops)
-	if q.Sockets() != 0 || len(q.free) != len(q.socks) {
-		t.Fatalf("%d sockets left, %d of %d slots free", q.Sockets(), len(q.free), len(q.socks))
+	if q.Sockets() != 0 || len(q.t.free) != len(q.t.socks) {
+		t.Fatalf("%d sockets left, %d of %d slots free", q.Sockets(), len(q.t.free), len(q.t.socks))
+	}
+}
+
+func FuzzShadowFIFO(f *testing.F) { f.Fuzz(runShadowFIFO) }
+
+func runShadowFIFO(t *testing.T, variant uint8, ops []byte) {
+	q := NewShadowFIFO()
+	fuzzOps(t, fuzzCase{q: q}, variant, ops)
+	if q.Sockets() != 0 || len(q.t.free) != len(q.t.socks) {
+		t.Fatalf("%d sockets left, %d of %d slots free", q.Sockets(), len(q.t.free), len(q.t.socks))
 	}
 }
 
@@ -320,7 +330,7 @@ func runShadowRR(t *testing.T, variant uint8, ops []byte) {
 // more than the seed corpus.
 var fuzzTargets = map[string]func(*testing.T, uint8, []byte){
 	"FIFO": runFIFO, "CoDel": runCoDel, "FQCoDel": runFQCoDel, "PIE": runPIE,
-	"FQPIE": runFQPIE, "DRR": runDRR, "ShadowRR": runShadowRR,
+	"FQPIE": runFQPIE, "DRR": runDRR, "ShadowRR": runShadowRR, "ShadowFIFO": runShadowFIFO,
 }
 
 func TestFuzzBodiesRandom(t *testing.T) {

@@ -34,6 +34,10 @@ type Packet struct {
 	Payload  []byte
 	Hdr      any // transport header for transports that need one (TCP)
 	Seq      uint64
+	// Prio is Shadow's packet priority: the order in which the packet's
+	// data became sendable on its node (a per-node counter), 0 for a
+	// control packet. Only ShadowFIFO reads it.
+	Prio uint64
 }
 
 // DropReason says why a discipline dropped a packet.
@@ -330,6 +334,7 @@ var (
 	_ Qdisc    = (*FQPIE)(nil)
 	_ Qdisc    = (*DRR)(nil)
 	_ Qdisc    = (*ShadowRR)(nil)
+	_ Qdisc    = (*ShadowFIFO)(nil)
 	_ Periodic = (*PIE)(nil)
 	_ Periodic = (*FQPIE)(nil)
 )

@@ -1,6 +1,9 @@
 package queues
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func sockPkt(sock uint32, seq uint64) *Packet {
 	return &Packet{Len: 1000, Flow: FlowKey{SrcNode: 1, DstNode: 2, Sock: sock}, Seq: seq}
@@ -60,18 +63,22 @@ func TestShadowRRRejoinAndRecycle(t *testing.T) {
 		for q.Dequeue(0) != nil {
 		}
 	}
-	if len(q.socks) > 5 {
-		t.Fatalf("%d socket slots for 5 at a time", len(q.socks))
+	if len(q.t.socks) > 5 {
+		t.Fatalf("%d socket slots for 5 at a time", len(q.t.socks))
 	}
 	if q.Stats().Dropped() != 0 {
 		t.Fatal("dropped")
 	}
 }
 
+// Priorities that grow with each send (UDP: stamped when sent) give one
+// global FIFO across sockets.
 func TestShadowFIFO(t *testing.T) {
 	q := NewShadowFIFO()
 	for i := 0; i < 5000; i++ {
-		if !q.Enqueue(sockPkt(uint32(i%4), uint64(i)), 0) {
+		p := sockPkt(uint32(i%4), uint64(i))
+		p.Prio = uint64(i + 1)
+		if !q.Enqueue(p, 0) {
 			t.Fatal("dropped")
 		}
 	}
@@ -79,5 +86,70 @@ func TestShadowFIFO(t *testing.T) {
 		if q.Dequeue(0).Seq != uint64(i) {
 			t.Fatal("not global FIFO order")
 		}
+	}
+	conserved(t, q)
+}
+
+// Shadow's TCP stamps a segment when the application writes its data, so
+// a connection written to first keeps the interface: connection 1 wrote
+// priorities 1 to 6 and connection 2 priorities 7 to 12, and although
+// their windows released segments alternately (1, 7, 2, 8, ...), the
+// interface sends all of connection 1's before any of connection 2's; a
+// pure ACK (priority 0) queued last goes first, and a retransmission keeps
+// its old priority.
+func TestShadowFIFOWriteOrder(t *testing.T) {
+	q := NewShadowFIFO()
+	add := func(sock uint32, prio uint64) {
+		p := sockPkt(sock, prio)
+		p.Prio = prio
+		q.Enqueue(p, 0)
+	}
+	for i := uint64(1); i <= 3; i++ {
+		add(1, i)
+		add(2, i+6)
+	}
+	add(3, 0)
+	var got []uint64
+	next := func() {
+		p := q.Dequeue(0)
+		got = append(got, p.Prio)
+	}
+	next()
+	next()
+	add(2, 10)
+	add(1, 4)
+	add(1, 2) // a retransmission of priority 2, behind 4 in its socket
+	for q.Len() > 0 {
+		next()
+	}
+	want := []uint64{0, 1, 2, 3, 4, 2, 7, 8, 9, 10}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("priorities sent %v, want %v", got, want)
+	}
+	conserved(t, q)
+	if q.Sockets() != 0 {
+		t.Fatal("sockets left")
+	}
+}
+
+// The unlimited FIFO, by contrast, sends in the order queued.
+func TestShadowFIFOAgainstPlainFIFO(t *testing.T) {
+	shadow, plain := NewShadowFIFO(), NewUnlimitedFIFO()
+	for _, q := range []Qdisc{shadow, plain} {
+		for i := uint64(1); i <= 3; i++ {
+			for _, s := range []uint32{1, 2} {
+				p := sockPkt(s, i)
+				p.Prio = i + uint64(s-1)*10
+				q.Enqueue(p, 0)
+			}
+		}
+	}
+	var a, b []uint32
+	for shadow.Len() > 0 {
+		a = append(a, shadow.Dequeue(0).Flow.Sock)
+		b = append(b, plain.Dequeue(0).Flow.Sock)
+	}
+	if fmt.Sprint(a) != "[1 1 1 2 2 2]" || fmt.Sprint(b) != "[1 2 1 2 1 2]" {
+		t.Fatalf("shadow %v, plain %v", a, b)
 	}
 }

@@ -31,7 +31,8 @@ import (
 //	fq_pie       the keys of pie but profile, plus flows, quantum,
 //	             memory_limit, classify
 //	drr          limit, flows, quantum, classify, sched=classic|fq
-//	shadow-fifo  (no keys) Shadow's interface fifo: an unlimited FIFO
+//	shadow-fifo  (no keys) Shadow's interface fifo: sockets by their next
+//	             packet's priority (Packet.Prio), unlimited
 //	shadow-rr    (no keys) Shadow's interface round-robin over sockets
 //
 // Values: N is a decimal integer; limit=none (or unlimited, or 0) means no

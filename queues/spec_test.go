@@ -79,7 +79,7 @@ func TestSpecExamples(t *testing.T) {
 		c := q.(*DRR).Config()
 		return c.Sched == DRRFQ && c.Classify == ClassifySock && c.Limit == 100 && c.Quantum == 1500 && c.Flows == 16
 	})
-	check("shadow-fifo", func(q Qdisc) bool { p, b := q.(*FIFO).Limits(); return p == 0 && b == 0 })
+	check("shadow-fifo", func(q Qdisc) bool { _, ok := q.(*ShadowFIFO); return ok })
 	check("shadow-rr", func(q Qdisc) bool { _, ok := q.(*ShadowRR); return ok })
 	check("  fq_codel : flows = 16 ", func(q Qdisc) bool { return q.(*FQCoDel).Config().Flows == 16 })
 }

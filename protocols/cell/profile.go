@@ -85,8 +85,11 @@ var profiles = map[string]Profile{
 	// Shadow 3.x.
 	"shadow": {
 		Name: "shadow",
-		// The interface queues sockets: `fifo` by default (the global order
-		// in which packets became sendable), no limit, no AQM.
+		// The interface queues sockets: `fifo` by default, no limit, no AQM.
+		// It sends by packet priority, a per-host counter taken when a
+		// datagram is sent (UDP) or when the application writes the data
+		// (Shadow's TCP cuts each write into segments at once): the order
+		// of writes, not of congestion-window releases (queues.ShadowFIFO).
 		UpQdisc: "shadow-fifo",
 		// Inbound: a router queue with CoDel, target 10 ms, interval
 		// 100 ms, no limit, no flow queueing.

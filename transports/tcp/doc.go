@@ -33,6 +33,10 @@
 //     Shadow's rule).
 //   - cc.go (interface, PRR), cc_shadowreno.go, cc_newreno.go,
 //     cc_cubic.go: congestion controllers, in segments.
+//   - prio.go: the packet priorities Shadow's TCP gives data when the
+//     application writes it, which Shadow's fifo interface sends by
+//     (queues.ShadowFIFO); every write is numbered, and only that
+//     discipline reads the numbers.
 //   - rtt.go: the RTO estimator. seq.go: modulo-2^32 sequence arithmetic
 //     and range sets. ring.go: the byte and segment rings. header.go: the
 //     header carried in netmodel.Packet.Hdr (pooled per Engine).

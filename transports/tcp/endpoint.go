@@ -276,7 +276,7 @@ func (ep *Endpoint) Abort(now des.Time) {
 	if ep.state != StateSynSent && ep.state != StateTimeWait {
 		h := ep.eng.newHeader()
 		h.Seq, h.Flags = ep.snd.nxt, FlagRST
-		if err := ep.sock.SendSegment(ep.rnode, ep.rport, nil, h, h.Len(), false, now); err != nil {
+		if err := ep.sock.SendSegment(ep.rnode, ep.rport, nil, h, h.Len(), false, 0, now); err != nil {
 			ep.eng.freeHeader(h)
 		}
 	}
@@ -287,8 +287,9 @@ func (ep *Endpoint) Abort(now des.Time) {
 // Output.
 
 // output sends one segment: the ACK field, the window and SACK blocks are
-// the receiver's current ones.
-func (ep *Endpoint) output(flags Flags, seq SeqNum, payload []byte, now des.Time) {
+// the receiver's current ones; prio is its packet priority (0 for a
+// segment without data; see prio.go).
+func (ep *Endpoint) output(flags Flags, seq SeqNum, payload []byte, prio uint64, now des.Time) {
 	h := ep.eng.newHeader()
 	h.Seq, h.Flags = seq, flags
 	if flags&FlagSYN != 0 {
@@ -305,7 +306,7 @@ func (ep *Endpoint) output(flags Flags, seq SeqNum, payload []byte, now des.Time
 	} else {
 		h.Window = uint32(ep.rcv.advertise())
 	}
-	if err := ep.sock.SendSegment(ep.rnode, ep.rport, payload, h, h.Len(), false, now); err != nil {
+	if err := ep.sock.SendSegment(ep.rnode, ep.rport, payload, h, h.Len(), false, prio, now); err != nil {
 		ep.eng.freeHeader(h)
 		return
 	}
@@ -317,7 +318,7 @@ func (ep *Endpoint) output(flags Flags, seq SeqNum, payload []byte, now des.Time
 
 // sendAck sends a pure ACK.
 func (ep *Endpoint) sendAck(now des.Time) {
-	ep.output(FlagACK, ep.snd.nxt, nil, now)
+	ep.output(FlagACK, ep.snd.nxt, nil, 0, now)
 }
 
 func (ep *Endpoint) sendSyn(now des.Time) {
@@ -332,7 +333,7 @@ func (ep *Endpoint) sendSyn(now des.Time) {
 		flags |= FlagACK
 	}
 	ep.snd.una, ep.snd.nxt = ep.iss, ep.iss+1
-	ep.output(flags, ep.iss, nil, now)
+	ep.output(flags, ep.iss, nil, 0, now)
 	ep.arm(tmRTO, now+ep.snd.rtt.current())
 }
 
@@ -473,7 +474,7 @@ func (ep *Endpoint) inputSynRcvd(h *Header, now des.Time) bool {
 	}
 	if h.Flags&FlagSYN != 0 {
 		if h.Flags&FlagACK == 0 && h.Seq+1 == ep.rcv.nxt {
-			ep.output(FlagSYN|FlagACK, ep.iss, nil, now) // our SYN-ACK was lost
+			ep.output(FlagSYN|FlagACK, ep.iss, nil, 0, now) // our SYN-ACK was lost
 		}
 		return false
 	}

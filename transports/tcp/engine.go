@@ -110,7 +110,7 @@ func (e *Engine) sendReset(s *netmodel.Socket, dst int, dstPort uint16, in *Head
 		}
 		h.Ack, h.Flags = in.Seq.Add(l), FlagRST|FlagACK
 	}
-	if err := s.SendSegment(dst, dstPort, nil, h, h.Len(), false, now); err != nil {
+	if err := s.SendSegment(dst, dstPort, nil, h, h.Len(), false, 0, now); err != nil {
 		e.freeHeader(h)
 	}
 }

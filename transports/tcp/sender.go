@@ -50,6 +50,7 @@ type sender struct {
 	finQueued bool
 	finSent   bool
 	finSeq    SeqNum
+	prios     prioRuns // the writes' packet priorities (prio.go)
 
 	segs                           segRing
 	sackedOut, lostOut, retransOut int
@@ -122,6 +123,7 @@ func (s *sender) write(b []byte) int {
 	}
 	s.buf.grow(s.bufLen+n, s.bufLen)
 	s.buf.copyIn(s.bufLen, b[:n])
+	s.prios.add(s.una.Add(s.bufLen), n, s.ep.mss, s.ep.sock.Priorities)
 	s.bufLen += n
 	return n
 }
@@ -317,10 +319,12 @@ func (s *sender) xmit(sg *segment, now des.Time) {
 		flags |= FlagFIN
 	}
 	var payload []byte
+	var prio uint64
 	if sg.len > 0 {
 		payload = s.buf.view(sg.seq.Sub(s.una), int(sg.len), ep.eng.scratch)
+		prio = s.prios.of(sg.seq)
 	}
-	ep.output(flags, sg.seq, payload, now)
+	ep.output(flags, sg.seq, payload, prio, now)
 	if sg.len > 0 {
 		s.lastDataSent = now
 	}
@@ -568,6 +572,7 @@ func (s *sender) clean(ack SeqNum) (acked, fresh int, seqRTT, caRTT des.Time, re
 	}
 	s.una = ack
 	s.sb.trimBelow(ack)
+	s.prios.trim(ack)
 	return
 }
 
@@ -786,7 +791,7 @@ func (s *sender) probe(now des.Time) {
 		ep.finish(ErrTimedOut, now)
 		return
 	}
-	ep.output(FlagACK, s.una-1, nil, now)
+	ep.output(FlagACK, s.una-1, nil, 0, now)
 	ep.arm(tmPersist, now+s.probeInterval())
 	s.trySend(now)
 }
