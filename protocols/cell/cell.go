@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,20 +144,59 @@ func (c *Config) Defaults() {
 	}
 }
 
+// shadowFIFOOrder is the revision of how Shadow's fifo orders TCP
+// segments, part of the key of the cells it affects (see Key): 0, a plain
+// FIFO in the order windows released segments; 1, Shadow's write-time
+// packet priorities (queues.ShadowFIFO, transports/tcp/prio.go).
+const shadowFIFOOrder = 1
+
 // Key identifies the cell run: a hash of every setting that can change its
 // result (arm, seed, size, topology, profile and knobs, gossip, window,
 // modes), not of how it is run (progress, cores, verification, version).
-// Records carry it, so a rerun can skip cells it already has.
+// Records carry it, so a rerun can skip cells it already has. A TCP cell
+// with a Shadow fifo anywhere also hashes shadowFIFOOrder, so that records
+// made before that model changed are not reused as current ones (QUIC
+// cells are unaffected: their one UDP socket sends in order either way).
 func (c Config) Key() string {
 	c.Defaults()
 	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook = nil, 0, "", false, false, nil
-	b, err := json.Marshal(c)
+	var v struct {
+		Config
+		ShadowFIFOOrder int `json:",omitempty"`
+	}
+	v.Config = c
+	if c.Transport == "tcp" && c.usesShadowFIFO() {
+		v.ShadowFIFOOrder = shadowFIFOOrder
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		// Config holds only plain data; this cannot fail.
 		panic(fmt.Sprintf("cell: config key: %v", err))
 	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:12])
+}
+
+// usesShadowFIFO reports whether any queue of the cell may be Shadow's
+// fifo.
+func (c *Config) usesShadowFIFO() bool {
+	specs := []string{c.Profile.UpQdisc, c.Profile.DownQdisc, c.Profile.HostQdisc}
+	if q := c.Qdiscs; q != nil {
+		for _, m := range []*QdiscMap{q.Uplink, q.Downlink} {
+			if m != nil {
+				specs = append(specs, m.Default)
+				for _, v := range m.Nodes {
+					specs = append(specs, v)
+				}
+			}
+		}
+	}
+	for _, s := range specs {
+		if strings.Contains(s, "shadow-fifo") {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) validate() error {

@@ -1,6 +1,8 @@
 package cell
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -343,5 +345,40 @@ func TestMeshLatency(t *testing.T) {
 	mesh, graph := meshLatency(tr, ids, draw, g)
 	if math.Abs(mesh-15) > 1e-9 || math.Abs(graph-20) > 1e-9 {
 		t.Fatalf("mesh %v ms, graph %v ms; want 15 and 20", mesh, graph)
+	}
+}
+
+// TestKeyShadowFIFOOrder: a TCP cell behind a Shadow fifo (the shadow
+// profile, or one node's queue file) gets a key of its own, so that
+// records from before Shadow's fifo ordered by write time are not reused;
+// QUIC cells and TCP cells without a Shadow fifo keep the key they had
+// (the plain hash of the config).
+func TestKeyShadowFIFOOrder(t *testing.T) {
+	plain := func(c Config) string {
+		c.Defaults()
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(b)
+		return hex.EncodeToString(h[:12])
+	}
+	shadow, _ := LookupProfile("shadow")
+	kernel, _ := LookupProfile("kernel")
+	quic := Config{N: 4, Degree: 2, Payload: 1, Profile: shadow}
+	if quic.Key() != plain(quic) {
+		t.Error("a QUIC cell under the shadow profile changed its key")
+	}
+	k := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kernel}
+	if k.Key() != plain(k) {
+		t.Error("a TCP cell without a Shadow fifo changed its key")
+	}
+	s := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: shadow}
+	if s.Key() == plain(s) {
+		t.Error("a TCP cell under the shadow profile kept the key of the old fifo order")
+	}
+	k.Qdiscs = &NodeQdiscs{Uplink: &QdiscMap{Default: "pfifo", Nodes: map[string]string{"3": "shadow-fifo"}}}
+	if k.Key() == plain(k) {
+		t.Error("a TCP cell with one node behind a Shadow fifo kept its old key")
 	}
 }
