@@ -21,7 +21,7 @@ func benchPairs(b *testing.B, q Qdisc) {
 	pool := make([]Packet, backlog)
 	var now des.Time
 	for i := range pool {
-		pool[i] = Packet{Len: 1500, Flow: keys[i%flows]}
+		pool[i] = Packet{Len: 1500, Flow: keys[i%flows], Prio: uint64(i + 1)} // Prio: in send order, as UDP stamps it
 		q.Enqueue(&pool[i], now)
 		now += step
 	}
@@ -33,7 +33,7 @@ func benchPairs(b *testing.B, q Qdisc) {
 		if p == nil {
 			b.Fatal("empty")
 		}
-		p.Flow = keys[i%flows]
+		p.Flow, p.Prio = keys[i%flows], uint64(backlog+i+1)
 		if !q.Enqueue(p, now) {
 			b.Fatal("dropped")
 		}
