@@ -310,9 +310,7 @@ func FuzzShadowRR(f *testing.F) { f.Fuzz(runShadowRR) }
 func runShadowRR(t *testing.T, variant uint8, ops []byte) {
 	q := NewShadowRR()
 	fuzzOps(t, fuzzCase{q: q}, variant, ops)
-	if q.Sockets() != 0 || len(q.t.free) != len(q.t.socks) {
-		t.Fatalf("%d sockets left, %d of %d slots free", q.Sockets(), len(q.t.free), len(q.t.socks))
-	}
+	allSlotsFree(t, q.Sockets(), &q.t)
 }
 
 func FuzzShadowFIFO(f *testing.F) { f.Fuzz(runShadowFIFO) }
@@ -320,8 +318,15 @@ func FuzzShadowFIFO(f *testing.F) { f.Fuzz(runShadowFIFO) }
 func runShadowFIFO(t *testing.T, variant uint8, ops []byte) {
 	q := NewShadowFIFO()
 	fuzzOps(t, fuzzCase{q: q}, variant, ops)
-	if q.Sockets() != 0 || len(q.t.free) != len(q.t.socks) {
-		t.Fatalf("%d sockets left, %d of %d slots free", q.Sockets(), len(q.t.free), len(q.t.socks))
+	allSlotsFree(t, q.Sockets(), &q.t)
+}
+
+// allSlotsFree checks that a drained socket discipline holds no socket and
+// has recycled every slot.
+func allSlotsFree(t *testing.T, sockets int, st *sockTable) {
+	t.Helper()
+	if sockets != 0 || len(st.free) != len(st.socks) {
+		t.Fatalf("%d sockets left, %d of %d slots free", sockets, len(st.free), len(st.socks))
 	}
 }
 
