@@ -59,30 +59,36 @@ func TestProfilesAndKnobs(t *testing.T) {
 	}
 }
 
-// TestRouterStartKnob: router-start reads after-dial by default, and
-// setting it back to the default leaves the cell key as it was (records
-// made before the knob existed stay reusable).
+// TestRouterStartKnob: every profile starts its routers before the dial,
+// as the study's harness builder and Shadow node do; after-dial is stored
+// as the empty value, so an after-dial cell keeps the key its records had
+// before the knob existed (when every cell was after-dial); and the two
+// orders are different cells.
 func TestRouterStartKnob(t *testing.T) {
+	for _, name := range ProfileNames() {
+		p, _ := LookupProfile(name)
+		if got := p.Knobs()["router-start"]; got != RouterBeforeDial {
+			t.Fatalf("%s: default router-start %q; want %q", name, got, RouterBeforeDial)
+		}
+	}
 	p, _ := LookupProfile("harness")
-	if got := p.Knobs()["router-start"]; got != RouterAfterDial {
-		t.Fatalf("default router-start %q; want %q", got, RouterAfterDial)
-	}
 	base := Config{N: 10, Degree: 4, Payload: 1, Profile: p}
-	key := base.Key()
-	if err := p.Set("router-start", RouterBeforeDial); err != nil || p.Knobs()["router-start"] != RouterBeforeDial {
-		t.Fatalf("set before-dial: %v, %v", err, p.Knobs()["router-start"])
+	before := base.Key()
+	if err := p.Set("router-start", RouterAfterDial); err != nil || p.Knobs()["router-start"] != RouterAfterDial {
+		t.Fatalf("set after-dial: %v, %v", err, p.Knobs()["router-start"])
 	}
-	before := base
-	before.Profile = p
-	if before.Key() == key {
-		t.Fatal("before-dial must change the cell key")
+	if p.RouterStart != "" {
+		t.Fatalf("after-dial stored as %q; want the empty value", p.RouterStart)
 	}
-	if err := p.Set("router-start", RouterAfterDial); err != nil {
-		t.Fatal(err)
+	after := base
+	after.Profile = p
+	if after.Key() == before {
+		t.Fatal("after-dial and before-dial must be different cells")
 	}
-	base.Profile = p
-	if base.Key() != key {
-		t.Fatal("after-dial set explicitly changed the cell key")
+	old := base
+	old.Profile.RouterStart = "" // a profile as it was before the knob
+	if old.Key() != after.Key() {
+		t.Fatal("after-dial set explicitly does not match the key of the records made before the knob")
 	}
 	if err := p.Set("router-start", "at-dawn"); err == nil || !strings.Contains(err.Error(), "before-dial") {
 		t.Fatalf("an unknown router-start: %v; want an error listing the values", err)

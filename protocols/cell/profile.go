@@ -45,8 +45,9 @@ type Profile struct {
 	// no SACK, unpaced, Shadow's delayed ACKs and autotuning).
 	TCP string
 	// RouterStart is when each host starts its gossipsub router:
-	// RouterAfterDial ("" too) or RouterBeforeDial. Not recorded by the
-	// study for any backend; see the router-start knob.
+	// RouterBeforeDial (every profile, from the study's code) or
+	// RouterAfterDial, stored as "" so that records made before the knob
+	// existed, all after-dial, keep their keys.
 	RouterStart string `json:",omitempty"`
 	// CC and Pacing, when set, override the preset's congestion control
 	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
@@ -78,7 +79,13 @@ var profiles = map[string]Profile{
 		// study-model.md: 2.5 s after subscribing, then until every mesh
 		// is within [Dlo, Dhi].
 		MeshWait: "stable", Settle: 2.5,
-		HostRate: 1e9,
+		// The harness's builder (the study's testing/gossipsim, New) calls
+		// NewGossipSub on every host, then dials the edges one by one in
+		// edge order, then every node subscribes: the routers' heartbeats
+		// run through the dial, so the subscribe instant falls at a phase
+		// of the heartbeat set by the dial's length, not 100 ms before it.
+		RouterStart: RouterBeforeDial,
+		HostRate:    1e9,
 		// TCP (--transport tcp): the harness's hosts run Linux's stack.
 		TCP: "linux",
 	},
@@ -103,7 +110,11 @@ var profiles = map[string]Profile{
 		// Shadow cells use fixed instants: publish at 60 s after start;
 		// the settle time here is counted from subscribing.
 		MeshWait: "fixed", Settle: 10,
-		HostRate: 1e9,
+		// The Shadow node (the study's shadow_node_test.go, TestShadowNode)
+		// calls NewGossipSub at process start, then sleeps until its dial
+		// instant, dials its edges, and subscribes at a later instant.
+		RouterStart: RouterBeforeDial,
+		HostRate:    1e9,
 		// TCP: Shadow's own stack (Reno with Shadow's constants, unpaced).
 		TCP: "shadow",
 	},
@@ -124,7 +135,11 @@ var profiles = map[string]Profile{
 		// Linux cells: subscribe at 10 s, publish at 30 s: 20 s after
 		// subscribing.
 		MeshWait: "fixed", Settle: 20,
-		HostRate: 1e9,
+		// The Linux cells' node program is not in the study's tree; their
+		// schedule of fixed instants (dial, subscribe, publish) has the
+		// Shadow node's shape, so uplink assumes its order: router first.
+		RouterStart: RouterBeforeDial,
+		HostRate:    1e9,
 		// TCP: the kernel's stack (CUBIC, paced).
 		TCP: "linux",
 	},
@@ -133,12 +148,15 @@ var profiles = map[string]Profile{
 // The values of the router-start knob.
 const (
 	// RouterAfterDial starts every host's gossipsub router once the whole
-	// graph is dialled, just before the subscriptions (uplink's default so
-	// far; a harness that builds hosts, connects them, then attaches
-	// gossipsub does this).
+	// graph is dialled, just before the subscriptions (uplink's default
+	// until the study's code was read; a harness that builds hosts,
+	// connects them, then attaches gossipsub does this). The first
+	// heartbeat then comes 100 ms after subscribing, and grafts the peers
+	// heard from by then: near ones.
 	RouterAfterDial = "after-dial"
 	// RouterBeforeDial starts the routers with the hosts, before any dial
-	// (a node program that starts gossipsub, then dials its edges).
+	// (a node program that starts gossipsub, then dials its edges): what
+	// the study's harness and Shadow node do.
 	RouterBeforeDial = "before-dial"
 )
 
@@ -253,7 +271,7 @@ var knobs = []knob{
 			p.Settle = f
 			return nil
 		}},
-	{"router-start", "when each host starts its gossipsub router: after-dial (default) or before-dial",
+	{"router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (uplink's default before session 10)",
 		func(p *Profile) string {
 			if p.RouterStart == "" {
 				return RouterAfterDial
@@ -263,7 +281,7 @@ var knobs = []knob{
 		func(p *Profile, v string) error {
 			switch v {
 			case RouterAfterDial:
-				p.RouterStart = "" // the default keeps cell keys as they were
+				p.RouterStart = "" // records made before the knob existed keep their keys
 			case RouterBeforeDial:
 				p.RouterStart = v
 			default:
