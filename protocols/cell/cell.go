@@ -487,7 +487,9 @@ func Run(cfg Config) (*Record, error) {
 	}
 	defer closeGossip()
 	maxMsg := cfg.Payload + 64<<10
+	var routersAt des.Time // virtual instant the routers started
 	startRouters := func() error {
+		routersAt = live.Now()
 		for i, h := range hosts {
 			tracers[i] = newTracer(topicNames)
 			pol := policies
@@ -582,6 +584,7 @@ func Run(cfg Config) (*Record, error) {
 		}
 	}
 	subscribed := live.Now()
+	rec.FirstHeartbeatMS = firstHeartbeat(routersAt.Duration(), subscribed.Duration(), cfg.Gossip.Heartbeat).Seconds() * 1000
 	time.Sleep(time.Duration(p.Settle * float64(time.Second)))
 	rec.MeshStable = meshesWithin(tracers, cfg.Gossip)
 	if p.MeshWait == "stable" {
@@ -989,4 +992,17 @@ func sizeName(b int) string {
 		return fmt.Sprintf("%dKiB", b>>10)
 	}
 	return fmt.Sprintf("%dB", b)
+}
+
+// firstHeartbeat is the time from subscribed to the first heartbeat after
+// it (at subscribed itself counts) of routers started at routersAt:
+// gossipsub's heartbeats come at the library's initial delay after the
+// start, then every interval.
+func firstHeartbeat(routersAt, subscribed, interval time.Duration) time.Duration {
+	first := routersAt + pubsub.GossipSubHeartbeatInitialDelay
+	if first >= subscribed {
+		return first - subscribed
+	}
+	k := (subscribed - first + interval - 1) / interval
+	return first + k*interval - subscribed
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -228,6 +229,12 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				if rec.Transport != c.transport {
 					t.Fatalf("record transport %q; want %q", rec.Transport, c.transport)
 				}
+				// After the dial, the routers start at the subscribe
+				// instant and beat 100 ms later; before it, at some
+				// phase of the 700 ms interval.
+				if fh := rec.FirstHeartbeatMS; (start == "" && fh != 100) || fh < 0 || fh >= 700 {
+					t.Fatalf("first heartbeat %v ms after subscribing (router-start %q)", fh, start)
+				}
 				if rec.Completed != 19 || rec.Total != 19 {
 					t.Fatalf("%d of %d receivers completed", rec.Completed, rec.Total)
 				}
@@ -244,6 +251,24 @@ func TestSmallWholeMessageCell(t *testing.T) {
 					c.name, *rec.P50S, *rec.P99S, *rec.LastS, rec.Dups, rec.IdwTx, rec.PubBytes, rec.WallS, rec.Phases)
 			})
 		})
+	}
+}
+
+// TestFirstHeartbeat: gossipsub beats 100 ms after its router starts,
+// then every interval; the first beat at or after the subscribe instant.
+func TestFirstHeartbeat(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct{ routers, sub, want time.Duration }{
+		{0, 0, 100 * ms},                  // after-dial: the routers start as the nodes subscribe
+		{0, 100 * ms, 0},                  // on the first beat
+		{0, 150 * ms, 650 * ms},           // just missed it
+		{0, 800 * ms, 0},                  // on the second
+		{0, 2000 * ms, 200 * ms},          // beats at 1.5 s and 2.2 s
+		{1000 * ms, 61000 * ms, 300 * ms}, // 59.9 s after the first beat (1.1 s): the next at 1.1 + 86 × 0.7 = 61.3 s
+	} {
+		if got := firstHeartbeat(c.routers, c.sub, 700*ms); got != c.want {
+			t.Errorf("routers at %v, subscribed at %v: first beat after %v; want %v", c.routers, c.sub, got, c.want)
+		}
 	}
 }
 

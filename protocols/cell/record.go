@@ -180,9 +180,14 @@ type Record struct {
 	// publish; GraphLatencyMS that of the dial graph's edges.
 	MeshLatencyMS  float64 `json:"mesh_latency_ms"`
 	GraphLatencyMS float64 `json:"graph_latency_ms"`
-	PublishAtS     float64 `json:"publish_at_s"`
-	Phases         Phases  `json:"phases"`
-	SimPackets     uint64  `json:"sim_packets"`
+	// FirstHeartbeatMS is the virtual time from the subscribe instant to
+	// the routers' first heartbeat after it, which grafts the peers whose
+	// subscriptions have arrived by then (100 with router-start=after-dial;
+	// with before-dial, the heartbeat's phase after the dial).
+	FirstHeartbeatMS float64 `json:"first_heartbeat_ms"`
+	PublishAtS       float64 `json:"publish_at_s"`
+	Phases           Phases  `json:"phases"`
+	SimPackets       uint64  `json:"sim_packets"`
 	// ConnAtPublish is quic-go's view of the connections at the publish
 	// (QUIC cells).
 	ConnAtPublish *ConnState        `json:"conn_at_publish,omitempty"`
