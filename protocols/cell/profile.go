@@ -135,9 +135,8 @@ var profiles = map[string]Profile{
 		// Linux cells: subscribe at 10 s, publish at 30 s: 20 s after
 		// subscribing.
 		MeshWait: "fixed", Settle: 20,
-		// The Linux cells' node program is not in the study's tree; their
-		// schedule of fixed instants (dial, subscribe, publish) has the
-		// Shadow node's shape, so uplink assumes its order: router first.
+		// The Linux cells run the Shadow node's binary, one process per
+		// namespace (report Appendix C): its order.
 		RouterStart: RouterBeforeDial,
 		HostRate:    1e9,
 		// TCP: the kernel's stack (CUBIC, paced).
