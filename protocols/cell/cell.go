@@ -225,6 +225,17 @@ func (c *Config) validate() error {
 	if err := c.Background.validate(); err != nil {
 		return err
 	}
+	if fh := c.Profile.FirstHeartbeat; fh != "" {
+		d, err := time.ParseDuration(fh)
+		switch {
+		case err != nil:
+			return fmt.Errorf("knob first-heartbeat=%q: %w", fh, err)
+		case c.Profile.RouterStart != RouterBeforeDial:
+			return fmt.Errorf("knob first-heartbeat=%s needs router-start=before-dial: after the dial the routers start as the nodes subscribe, so their first heartbeat always comes %v later", fh, pubsub.GossipSubHeartbeatInitialDelay)
+		case d >= c.Gossip.Heartbeat:
+			return fmt.Errorf("knob first-heartbeat=%s: want less than the heartbeat interval, %v", fh, c.Gossip.Heartbeat)
+		}
+	}
 	if c.Transport == "tcp" {
 		if _, err := c.Profile.tcpConfig(c.Seed); err != nil {
 			return fmt.Errorf("transport tcp: %w", err)
@@ -559,6 +570,16 @@ func Run(cfg Config) (*Record, error) {
 		if err := startRouters(); err != nil {
 			return nil, err
 		}
+	}
+	// With first-heartbeat, wait for the instant that puts the routers'
+	// next heartbeat that far after the subscriptions.
+	if fh := p.FirstHeartbeat; fh != "" {
+		want, _ := time.ParseDuration(fh) // checked by validate
+		wait := firstHeartbeat(routersAt.Duration(), live.Now().Duration(), cfg.Gossip.Heartbeat) - want
+		if wait < 0 {
+			wait += cfg.Gossip.Heartbeat
+		}
+		time.Sleep(wait)
 	}
 	// Every node joins and subscribes to every topic.
 	for i, ps := range pss {

@@ -180,6 +180,7 @@ func TestSmallWholeMessageCell(t *testing.T) {
 		quantum               des.Time
 		routerStart           string
 		degree                int
+		firstHB               string
 	}{
 		// Routers started before the dial (a node program's order). At
 		// degree 10 about one run in fifteen left a node below Dlo for the
@@ -189,22 +190,25 @@ func TestSmallWholeMessageCell(t *testing.T) {
 		// with a 60 s backoff, so a node pruned by most of its ten peers
 		// cannot graft again before the timeout. Degree 14 gives it more
 		// candidates.
-		{"harness-before-dial", "harness", "quic", 256 << 10, 0, RouterBeforeDial, 14},
-		{"harness", "harness", "quic", 256 << 10, 0, "", 10},
+		{"harness-before-dial", "harness", "quic", 256 << 10, 0, RouterBeforeDial, 14, ""},
+		// Subscribing where the next heartbeat is 50 ms off.
+		{"harness-first-heartbeat", "harness", "quic", 256 << 10, 0, RouterBeforeDial, 14, "50ms"},
+		{"harness", "harness", "quic", 256 << 10, 0, "", 10, ""},
 		// A setup quantum rounds what real code sees during setup only.
-		{"harness-setup-quantum", "harness", "quic", 256 << 10, des.Millisecond, "", 10},
-		{"shadow", "shadow", "quic", 256 << 10, 0, "", 10},
-		{"shadow-tcp", "shadow", "tcp", 256 << 10, 0, "", 10},
+		{"harness-setup-quantum", "harness", "quic", 256 << 10, des.Millisecond, "", 10, ""},
+		{"shadow", "shadow", "quic", 256 << 10, 0, "", 10, ""},
+		{"shadow-tcp", "shadow", "tcp", 256 << 10, 0, "", 10, ""},
 		// Linux's socket-buffer cap with a 1 MiB payload: the writers of
 		// a host's QUIC connections block on its shared UDP socket (a lost
 		// wake-up once stalled this cell for ever).
-		{"kernel", "kernel", "quic", 1 << 20, 0, "", 10},
+		{"kernel", "kernel", "quic", 1 << 20, 0, "", 10, ""},
 	} {
-		prof, quantum, start, degree := c.prof, c.quantum, c.routerStart, c.degree
+		prof, quantum, start, degree, firstHB := c.prof, c.quantum, c.routerStart, c.degree, c.firstHB
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p, _ := LookupProfile(prof)
 				p.RouterStart = start
+				p.FirstHeartbeat = firstHB
 				g := StudyGossip()
 				g.D, g.Dlo, g.Dhi = 4, 3, 6
 				// Degree 10: at degree 6 (= Dhi) about one run in five
@@ -232,8 +236,8 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				// After the dial, the routers start at the subscribe
 				// instant and beat 100 ms later; before it, at some
 				// phase of the 700 ms interval.
-				if fh := rec.FirstHeartbeatMS; (start == "" && fh != 100) || fh < 0 || fh >= 700 {
-					t.Fatalf("first heartbeat %v ms after subscribing (router-start %q)", fh, start)
+				if fh := rec.FirstHeartbeatMS; (start == "" && fh != 100) || (firstHB == "50ms" && fh != 50) || fh < 0 || fh >= 700 {
+					t.Fatalf("first heartbeat %v ms after subscribing (router-start %q, first-heartbeat %q)", fh, start, firstHB)
 				}
 				if rec.Completed != 19 || rec.Total != 19 {
 					t.Fatalf("%d of %d receivers completed", rec.Completed, rec.Total)
@@ -251,6 +255,36 @@ func TestSmallWholeMessageCell(t *testing.T) {
 					c.name, *rec.P50S, *rec.P99S, *rec.LastS, rec.Dups, rec.IdwTx, rec.PubBytes, rec.WallS, rec.Phases)
 			})
 		})
+	}
+}
+
+// TestFirstHeartbeatKnob: first-heartbeat is a duration below the
+// heartbeat interval, stored in one spelling, and only with the routers
+// started before the dial.
+func TestFirstHeartbeatKnob(t *testing.T) {
+	p, _ := LookupProfile("harness")
+	if err := p.Set("first-heartbeat", "0.05s"); err != nil || p.FirstHeartbeat != "50ms" {
+		t.Fatalf("set 0.05s: %v, stored %q; want 50ms", err, p.FirstHeartbeat)
+	}
+	if err := p.Set("first-heartbeat", "soon"); err == nil {
+		t.Fatal("a first-heartbeat that is not a duration should be rejected")
+	}
+	c := Config{N: 10, Degree: 4, Payload: 1, Profile: p}
+	c.Defaults()
+	if err := c.validate(); err != nil {
+		t.Fatalf("before-dial with first-heartbeat 50ms: %v", err)
+	}
+	late := c
+	late.Profile.FirstHeartbeat = "700ms"
+	if err := late.validate(); err == nil || !strings.Contains(err.Error(), "heartbeat interval") {
+		t.Fatalf("first-heartbeat at the interval: %v; want an error naming the interval", err)
+	}
+	after := c
+	if err := after.Profile.Set("router-start", RouterAfterDial); err != nil {
+		t.Fatal(err)
+	}
+	if err := after.validate(); err == nil || !strings.Contains(err.Error(), "router-start=before-dial") {
+		t.Fatalf("first-heartbeat with after-dial: %v; want an error naming router-start=before-dial", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/transports/tcp"
@@ -49,6 +50,12 @@ type Profile struct {
 	// RouterAfterDial, stored as "" so that records made before the knob
 	// existed, all after-dial, keep their keys.
 	RouterStart string `json:",omitempty"`
+	// FirstHeartbeat, when set (a duration, stored as time.Duration's
+	// String), makes the nodes subscribe at the instant after the dial
+	// when the routers' next heartbeat is that far off, which sets how
+	// many peers' subscriptions the first graft can see (before-dial
+	// only). "": subscribe as the dial ends.
+	FirstHeartbeat string `json:",omitempty"`
 	// CC and Pacing, when set, override the preset's congestion control
 	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
 	// of the preset stays.
@@ -286,6 +293,20 @@ var knobs = []knob{
 			default:
 				return fmt.Errorf("knob router-start=%q: valid values: %s, %s", v, RouterAfterDial, RouterBeforeDial)
 			}
+			return nil
+		}},
+	{"first-heartbeat", "with router-start=before-dial: subscribe when the routers' next heartbeat is this far off, e.g. 50ms (the first graft sees near peers only) or 400ms (every peer); empty: subscribe as the dial ends",
+		func(p *Profile) string { return p.FirstHeartbeat },
+		func(p *Profile, v string) error {
+			if v == "" {
+				p.FirstHeartbeat = ""
+				return nil
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("knob first-heartbeat=%q: want a non-negative duration such as 50ms, or empty", v)
+			}
+			p.FirstHeartbeat = d.String()
 			return nil
 		}},
 	stringKnob("tcp", "TCP model preset of --transport tcp: linux (CUBIC, paced) or shadow (Shadow's Reno, unpaced)", func(p *Profile) *string { return &p.TCP }, tcpPresets...),
