@@ -51,12 +51,44 @@ func MessageID(data []byte) string {
 	return string(h[:])
 }
 
-// Units splits (and, for coded arms, codes) payload into the arm's units.
+// Encoding is how a unit's bytes are put on the wire.
+type Encoding string
+
+const (
+	// EncodingRaw publishes each unit's bytes as they are.
+	EncodingRaw Encoding = ""
+	// EncodingSnappy publishes each unit snappy-compressed (block
+	// format), as the study's harness and Shadow node do: every gossip
+	// message goes through Prysm's gossip encoder (SSZ, then snappy;
+	// wholeArm and segmentedArm in the study's segmentintegrationtest).
+	// The SSZ container's own bytes (a 4-byte offset for the whole
+	// message; a segment's signature and proof) are not modelled.
+	// Structured ids stay in the clear, in front of the compressed bytes.
+	EncodingSnappy Encoding = "snappy"
+)
+
+// ParseEncoding checks a wire encoding's name.
+func ParseEncoding(s string) (Encoding, error) {
+	switch e := Encoding(s); e {
+	case EncodingRaw, EncodingSnappy:
+		return e, nil
+	case "raw":
+		return EncodingRaw, nil
+	}
+	return "", fmt.Errorf("wire encoding %q: valid encodings are raw and snappy", s)
+}
+
+// Units is UnitsEncoded with the raw encoding.
+func (a Arm) Units(payload []byte, slot uint64) (Units, error) {
+	return a.UnitsEncoded(payload, slot, EncodingRaw)
+}
+
+// UnitsEncoded splits (and, for coded arms, codes) payload into the arm's units.
 // slot is the structured ids' slot; the block root is SHA-256 of the
 // payload and the group id SHA-256 of the arm name and the root.
 // Variant B has no units here: its parts travel on the partial-messages
 // extension.
-func (a Arm) Units(payload []byte, slot uint64) (Units, error) {
+func (a Arm) UnitsEncoded(payload []byte, slot uint64, enc Encoding) (Units, error) {
 	if len(payload) == 0 {
 		return Units{}, errors.New("arm units: empty payload")
 	}
@@ -101,6 +133,11 @@ func (a Arm) Units(payload []byte, slot uint64) (Units, error) {
 	}
 	if len(parts) != form.MessageCount {
 		return Units{}, fmt.Errorf("arm %s: %d units, wire form says %d", a.Name, len(parts), form.MessageCount)
+	}
+	if enc == EncodingSnappy {
+		for i, p := range parts {
+			parts[i] = snappy.Encode(nil, p)
+		}
 	}
 	seen := make(map[string]int, len(parts))
 	prefix := StructuredPrefix{Version: StructuredIDVersion, Slot: slot, BlockRoot: sha256.Sum256(payload)}

@@ -1,7 +1,10 @@
 package arms
 
 import (
+	"bytes"
 	"testing"
+
+	"github.com/klauspost/compress/snappy"
 
 	"github.com/uplinksim/uplink/protocols/phase"
 )
@@ -162,5 +165,70 @@ func TestPartsVariantB(t *testing.T) {
 	}
 	if _, err := tuned.Units(payload, 1); err == nil {
 		t.Fatal("variant B has no units")
+	}
+}
+
+// TestUnitsSnappy: with the snappy wire encoding every unit is the
+// snappy block encoding of its raw bytes (structured ids kept in front, in
+// the clear, and naming the compressed bytes), and the mainnet-like
+// payload's whole message shrinks about 1.40 : 1 (study-model.md,
+// "Payload"), its 32 KiB segments about 1.30 : 1; parity shards, which
+// are random, do not shrink.
+func TestUnitsSnappy(t *testing.T) {
+	payload := MainnetLikePayload(7, 1<<20)
+	for _, name := range []string{"whole", "atuned_32k", "acoded_32k", "c_32k"} {
+		a, err := LookupArm(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := a.Units(payload, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := a.UnitsEncoded(payload, 1, EncodingSnappy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(enc.Units) != len(raw.Units) || enc.Need != raw.Need || enc.Form != raw.Form {
+			t.Fatalf("%s: snappy changed the units' count, need or wire form", name)
+		}
+		rawBytes, encBytes := 0, 0
+		for i, u := range enc.Units {
+			d := u.Data
+			if a.StructuredIDs {
+				if _, err := VerifyStructuredID([]byte(u.ID), d[StructuredPrefixLen:]); err != nil {
+					t.Fatalf("%s unit %d: structured id: %v", name, i, err)
+				}
+				d = d[StructuredPrefixLen:]
+			} else if MessageID(u.Data) != u.ID {
+				t.Fatalf("%s unit %d: id is not the compressed data's", name, i)
+			}
+			want := raw.Units[i].Data
+			if a.StructuredIDs {
+				want = want[StructuredPrefixLen:]
+			}
+			got, err := snappy.Decode(nil, d)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s unit %d: does not decode to the raw unit (%v)", name, i, err)
+			}
+			rawBytes += len(want)
+			encBytes += len(d)
+		}
+		ratio := float64(rawBytes) / float64(encBytes)
+		// Each unit is compressed on its own, so a 32 KiB segment finds
+		// fewer repeats than the whole payload does.
+		lo, hi := 1.25, 1.35
+		switch name {
+		case "whole":
+			lo, hi = 1.35, 1.45
+		case "acoded_32k": // half the units are parity, which is random
+			lo, hi = 1.05, 1.25
+		}
+		if ratio < lo || ratio > hi {
+			t.Errorf("%s: ratio %.2f; want %.2f to %.2f", name, ratio, lo, hi)
+		}
+	}
+	if _, err := ParseEncoding("zstd"); err == nil {
+		t.Error("an unknown encoding should be rejected")
 	}
 }

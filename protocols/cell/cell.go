@@ -26,6 +26,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/klauspost/compress/snappy"
+
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/protocols/arms"
@@ -89,6 +91,11 @@ type Config struct {
 	// units it was delivered (decoding coded arms) and records how many
 	// matched. It keeps every delivered unit until the end of the window.
 	Verify bool
+	// Encoding is how each gossip message's bytes go on the wire:
+	// arms.EncodingRaw (the default so far) or arms.EncodingSnappy (the
+	// study's gossip encoder; the whole message then carries the
+	// mainnet-like payload, as the study's does, instead of random bytes).
+	Encoding arms.Encoding `json:",omitempty"`
 	// Warmup and Background are the warm-up and background-load modes
 	// (zero: off).
 	Warmup     Warmup
@@ -219,6 +226,9 @@ func (c *Config) validate() error {
 	case c.SetupQuantum < 0 || c.SetupQuantum > MaxSetupQuantum:
 		return fmt.Errorf("setup quantum %v: want 0 (exact) up to %v", time.Duration(c.SetupQuantum), time.Duration(MaxSetupQuantum))
 	}
+	if _, err := arms.ParseEncoding(string(c.Encoding)); err != nil {
+		return err
+	}
 	if err := c.Warmup.validate(); err != nil {
 		return err
 	}
@@ -277,7 +287,7 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
 	var payload []byte
-	if arm.Variant == arms.VariantWhole {
+	if arm.Variant == arms.VariantWhole && cfg.Encoding == arms.EncodingRaw {
 		payload = makePayload(cfg.Seed, cfg.Payload)
 	} else {
 		payload = arms.MainnetLikePayload(cfg.Seed, cfg.Payload)
@@ -295,7 +305,7 @@ func Run(cfg Config) (*Record, error) {
 			err = fmt.Errorf("arm %s: withholding parts of variant B is not supported", arm.Name)
 		}
 	} else {
-		units, err = arm.Units(payload, cfg.Seed)
+		units, err = arm.UnitsEncoded(payload, cfg.Seed, cfg.Encoding)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
@@ -341,7 +351,7 @@ func Run(cfg Config) (*Record, error) {
 	rec := &Record{
 		Key: key,
 		Arm: arm.Published, ArmName: arm.Name, Policy: policyName, Topics: len(topicNames),
-		Wire: WireRecord{Messages: form.MessageCount, Unit: form.Unit, IDWidth: form.IDWidth},
+		Wire: WireRecord{Messages: form.MessageCount, Unit: form.Unit, IDWidth: form.IDWidth, Encoding: string(cfg.Encoding)},
 		Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,
 		PayloadBytes: cfg.Payload, Pay: sizeName(cfg.Payload),
 		Profile: cfg.Profile.Name, Knobs: cfg.Profile.Knobs(), Gossip: cfg.Gossip.Knobs(),
@@ -630,11 +640,11 @@ func Run(cfg Config) (*Record, error) {
 			}
 		case "payload":
 			warm := arms.MainnetLikePayload(cfg.Seed^0x7761726d, cfg.Payload)
-			if arm.Variant == arms.VariantWhole {
+			if arm.Variant == arms.VariantWhole && cfg.Encoding == arms.EncodingRaw {
 				warm = makePayload(cfg.Seed^0x7761726d, cfg.Payload)
 			}
 			missing, err := warmPayload(ctx, warmCell{arm: arm, payload: warm, slot: cfg.Seed + 1, tracers: tracers, routers: routers,
-				publisher: publisher, topics: topics[0], unitTopic: unitTopic}, cfg.Window.Duration())
+				publisher: publisher, topics: topics[0], unitTopic: unitTopic, enc: cfg.Encoding}, cfg.Window.Duration())
 			if err != nil {
 				return nil, fmt.Errorf("cell: %w", err)
 			}
@@ -790,7 +800,7 @@ func Run(cfg Config) (*Record, error) {
 			if isB {
 				ok, err = verifyParts(bparts, payload, bnodes[i], tracers[i])
 			} else {
-				ok, err = verifyNode(arm, units, payload, tracers[i])
+				ok, err = verifyNode(arm, units, cfg.Encoding, payload, tracers[i])
 			}
 			if err != nil {
 				return nil, fmt.Errorf("cell: node %d: %w", i, err)
@@ -920,23 +930,30 @@ func verifyParts(p arms.Parts, payload []byte, bn *partial.Node, t *tracer) (boo
 }
 
 // verifyNode rebuilds the payload from the units t was delivered.
-func verifyNode(arm arms.Arm, units arms.Units, payload []byte, t *tracer) (bool, error) {
+func verifyNode(arm arms.Arm, units arms.Units, enc arms.Encoding, payload []byte, t *tracer) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.delivered {
 		return false, nil
 	}
+	var bad error
 	raw := func(i int) []byte {
 		d := t.data[i]
 		if arm.StructuredIDs {
 			d = d[arms.StructuredPrefixLen:]
+		}
+		if enc == arms.EncodingSnappy {
+			var err error
+			if d, err = snappy.Decode(nil, d); err != nil && bad == nil {
+				bad = fmt.Errorf("unit %d: snappy: %w", i, err)
+			}
 		}
 		return d
 	}
 	var got []byte
 	switch {
 	case arm.Variant == arms.VariantWhole:
-		got = t.data[0]
+		got = raw(0)
 	case units.Desc != nil:
 		var shards []arms.Shard
 		for i := range t.data {
@@ -950,6 +967,9 @@ func verifyNode(arm arms.Arm, units arms.Units, payload []byte, t *tracer) (bool
 		for i := range units.Units {
 			got = append(got, raw(i)...)
 		}
+	}
+	if bad != nil {
+		return false, bad
 	}
 	return bytes.Equal(got, payload), nil
 }

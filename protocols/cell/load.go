@@ -184,7 +184,7 @@ func sendWarmup(ctx context.Context, h host.Host, p peer.ID, buf []byte) error {
 // waits until every receiver holds it, or until limit has passed. It
 // returns the number of receivers that did not complete.
 func warmPayload(ctx context.Context, c warmCell, limit time.Duration) (int, error) {
-	u, err := c.arm.Units(c.payload, c.slot)
+	u, err := c.arm.UnitsEncoded(c.payload, c.slot, c.enc)
 	if err != nil {
 		return 0, fmt.Errorf("warm-up payload: %w", err)
 	}
@@ -227,6 +227,7 @@ type warmCell struct {
 	publisher *pubsub.PubSub
 	topics    []*pubsub.Topic // node 0's
 	unitTopic func(int) int
+	enc       arms.Encoding
 }
 
 // startBackground publishes the background load until stop is called;

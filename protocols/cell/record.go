@@ -88,6 +88,8 @@ type WireRecord struct {
 	Messages int `json:"messages"`
 	Unit     int `json:"unit"`
 	IDWidth  int `json:"id_width"`
+	// Encoding is the units' wire encoding ("" raw, or snappy).
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Phases are wall seconds spent in each phase of a cell run.
