@@ -45,7 +45,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	reportDir := fs.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
 	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
 	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value (as uplink run)")
-	wireEnc := fs.String("wire-encoding", "raw", "how each gossip message goes on the wire: raw or snappy (as uplink run)")
+	wireEnc := fs.String("wire-encoding", "snappy", "how each gossip message goes on the wire: snappy (the study's) or raw (as uplink run)")
 	knobs := fs.StringArray("knob", nil, "override a profile knob in every cell, name=value (repeatable; after a table column's own queue, before a study variant's knobs), e.g. router-start=before-dial")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery")
 	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials")
