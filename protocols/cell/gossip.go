@@ -16,17 +16,21 @@ import (
 
 // Gossip holds gossipsub's parameters for a cell. The study pins D, Dlo,
 // Dhi, the heartbeat, the history length, the IDONTWANT threshold and the
-// queue sizes (study-model.md, "Gossipsub settings"); the rest it does not
-// pin down, and they default to go-libp2p-pubsub v0.19's own values. Every
-// field is recorded with every result.
+// queue sizes (study-model.md, "Gossipsub settings"); the rest
+// study-model.md leaves open, and they default to go-libp2p-pubsub v0.19's
+// own values. The study's code agrees: its harness takes Prysm's
+// GossipSubParams (beacon-chain/p2p/pubsub.go in the study's tree), which
+// sets D, Dlo, Dhi, the heartbeat, history length 6 and history gossip 3,
+// and leaves Dlazy, the gossip factor and gossip retransmission at the
+// library's values. Every field is recorded with every result.
 type Gossip struct {
 	D, Dlo, Dhi          int
 	Heartbeat            time.Duration
 	HistoryLength        int
-	HistoryGossip        int     // not pinned by the study: v0.19 default 3
-	Dlazy                int     // not pinned: v0.19 default 6
-	GossipFactor         float64 // not pinned: v0.19 default 0.25
-	GossipRetransmission int     // not pinned: v0.19 default 3
+	HistoryGossip        int     // Prysm's 3, the v0.19 default too
+	Dlazy                int     // library default 6 (Prysm leaves it)
+	GossipFactor         float64 // library default 0.25 (Prysm leaves it)
+	GossipRetransmission int     // library default 3 (Prysm leaves it)
 	FloodPublish         bool    // not pinned: off in v0.19
 	IDontWantThreshold   int     // bytes; library default 1 KiB
 	QueueSize            int     // outbound and validation queues
