@@ -185,6 +185,12 @@ type flowDequeuer interface {
 	dequeueFlow(i int, now des.Time) *Packet
 }
 
+// flowIdler, when a discipline implements it, hears that flow i ran empty
+// and left the lists.
+type flowIdler interface {
+	flowIdle(i int)
+}
+
 // dequeue is the DRR++ loop of RFC 8290 4.2 and fq_codel_dequeue: take the
 // head of new_flows, else of old_flows; a flow with no deficit left gets a
 // quantum more and goes to the tail of old_flows; a flow that yields
@@ -214,6 +220,9 @@ func (s *fqSched) dequeue(d flowDequeuer, now des.Time) *Packet {
 				s.pushTail(&s.oldFlows, i)
 			} else {
 				f.listed = false
+				if id, ok := d.(flowIdler); ok {
+					id.flowIdle(int(i))
+				}
 			}
 			continue
 		}

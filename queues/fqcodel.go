@@ -32,6 +32,11 @@ type FQCoDelConfig struct {
 	DropBatch int
 	// Classify selects the flow classifier.
 	Classify Classify
+	// ResetIdle discards a bucket's CoDel state when its flow runs empty
+	// and leaves the lists, so it starts afresh with its next packet:
+	// simnet's fq_codel frees an emptied old flow's queue, CoDel state and
+	// all (fq_codel.go, Dequeue). Linux keeps the state with the bucket.
+	ResetIdle bool
 }
 
 // DefaultFQCoDelConfig returns Linux's fq_codel defaults: limit 10 240
@@ -54,9 +59,10 @@ func DefaultFQCoDelConfig() FQCoDelConfig {
 // SimnetFQCoDelConfig returns the fq_codel of simnet's links: 128 buckets
 // on the (to, from) address pair, quantum = MTU = 1 500, target 5 ms,
 // interval 100 ms, no packet or memory limit (CoDel at dequeue is the only
-// drop), no ECN. simnet never sets its MTU field, which disables CoDel's
-// one-MTU backlog guard; this profile keeps the guard at 1 500 bytes
-// instead of copying that defect.
+// drop), no ECN, and a flow's CoDel state discarded when the flow runs
+// empty (ResetIdle), as simnet frees it. simnet never sets its MTU field,
+// which disables CoDel's one-MTU backlog guard; this profile keeps the
+// guard at 1 500 bytes instead of copying that defect.
 func SimnetFQCoDelConfig() FQCoDelConfig {
 	return FQCoDelConfig{
 		CoDelParams: CoDelParams{Target: 5 * des.Millisecond, Interval: 100 * des.Millisecond, MTU: 1500},
@@ -64,6 +70,7 @@ func SimnetFQCoDelConfig() FQCoDelConfig {
 		Quantum:     1500,
 		DropBatch:   DefaultFQDropBatch,
 		Classify:    ClassifyPair,
+		ResetIdle:   true,
 	}
 }
 
@@ -151,6 +158,13 @@ func (q *FQCoDel) dropBatch(p *Packet, now des.Time) (droppedP bool) {
 	}
 	q.state[fat].count += uint32(n)
 	return droppedP
+}
+
+// flowIdle runs when flow i has left the lists.
+func (q *FQCoDel) flowIdle(i int) {
+	if q.cfg.ResetIdle {
+		q.state[i] = codelVars{}
+	}
 }
 
 func (q *FQCoDel) dequeueFlow(i int, now des.Time) *Packet {

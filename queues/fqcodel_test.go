@@ -344,3 +344,55 @@ const (
 	knownHashPair = 0xc72c0d73
 	knownHashSock = 0x1a241442
 )
+
+// TestFQCoDelSimnetResetsIdleFlow: simnet frees a flow's queue, CoDel
+// state and all, when the flow runs empty, so an overload after an idle
+// spell is met by a fresh CoDel (no drop before a full interval above
+// target); Linux keeps the state with the bucket, and its count carries
+// over.
+func TestFQCoDelSimnetResetsIdleFlow(t *testing.T) {
+	for _, reset := range []bool{true, false} {
+		q, log := newFQCoDelT(t, func(c *FQCoDelConfig) { *c = SimnetFQCoDelConfig(); c.ResetIdle = reset })
+		b := q.s.index(&[]FlowKey{flowKey(0)}[0])
+		seq := uint64(0)
+		overload := func(from, to des.Time) {
+			for now := from; now < to; now += ms {
+				q.Enqueue(mkpkt(0, 1500, seq), now)
+				q.Enqueue(mkpkt(0, 1500, seq+1), now)
+				seq += 2
+				q.Dequeue(now)
+			}
+		}
+		overload(0, 400*ms)
+		if log.count(DropAQM) == 0 || q.state[b].count == 0 {
+			t.Fatalf("reset %v: no CoDel drops under the first overload", reset)
+		}
+		now := 400 * ms
+		for q.Len() > 0 {
+			q.Dequeue(now)
+			now += ms
+		}
+		q.Dequeue(now) // the empty flow leaves the lists
+		if got := q.state[b]; reset != (got == codelVars{}) {
+			t.Fatalf("reset %v: CoDel state after the flow went idle %+v", reset, got)
+		}
+		drops := log.count(DropAQM)
+		start := now + des.Second
+		overload(start, start+400*ms)
+		first := des.Time(-1)
+		for i, r := range log.reasons[drops:] {
+			if r == DropAQM {
+				first = log.times[drops+i] - start
+				break
+			}
+		}
+		// The standing queue passes the 5 ms target about 5 ms in; a fresh
+		// CoDel then waits one 100 ms interval before its first drop.
+		if reset && (first < 100*ms || first > 120*ms) {
+			t.Fatalf("fresh CoDel: first drop %v after the overload began; want about 105 ms", first)
+		}
+		if first < 0 {
+			t.Fatalf("reset %v: no drop under the second overload", reset)
+		}
+	}
+}

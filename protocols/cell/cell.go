@@ -157,6 +157,11 @@ func (c *Config) Defaults() {
 // packet priorities (queues.ShadowFIFO, transports/tcp/prio.go).
 const shadowFIFOOrder = 1
 
+// simnetIdleReset is hashed into the key of every cell with simnet's
+// fq_codel (the harness profile's) since that queue discards a flow's
+// CoDel state when the flow runs empty (queues.FQCoDelConfig.ResetIdle).
+const simnetIdleReset = 1
+
 // Key identifies the cell run: a hash of every setting that can change its
 // result (arm, seed, size, topology, profile and knobs, gossip, window,
 // modes), not of how it is run (progress, cores, verification, version).
@@ -164,16 +169,22 @@ const shadowFIFOOrder = 1
 // with a Shadow fifo anywhere also hashes shadowFIFOOrder, so that records
 // made before that model changed are not reused as current ones (QUIC
 // cells are unaffected: their one UDP socket sends in order either way).
+// A cell with simnet's fq_codel anywhere hashes simnetIdleReset the same
+// way.
 func (c Config) Key() string {
 	c.Defaults()
 	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook = nil, 0, "", false, false, nil
 	var v struct {
 		Config
 		ShadowFIFOOrder int `json:",omitempty"`
+		SimnetIdleReset int `json:",omitempty"`
 	}
 	v.Config = c
-	if c.Transport == "tcp" && c.usesShadowFIFO() {
+	if c.Transport == "tcp" && c.usesQdisc("shadow-fifo") {
 		v.ShadowFIFOOrder = shadowFIFOOrder
+	}
+	if c.usesQdisc("profile=simnet") {
+		v.SimnetIdleReset = simnetIdleReset
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -184,9 +195,8 @@ func (c Config) Key() string {
 	return hex.EncodeToString(h[:12])
 }
 
-// usesShadowFIFO reports whether any queue of the cell may be Shadow's
-// fifo.
-func (c *Config) usesShadowFIFO() bool {
+// usesQdisc reports whether any queue spec of the cell contains sub.
+func (c *Config) usesQdisc(sub string) bool {
 	specs := []string{c.Profile.UpQdisc, c.Profile.DownQdisc, c.Profile.HostQdisc}
 	if q := c.Qdiscs; q != nil {
 		for _, m := range []*QdiscMap{q.Uplink, q.Downlink} {
@@ -199,7 +209,7 @@ func (c *Config) usesShadowFIFO() bool {
 		}
 	}
 	for _, s := range specs {
-		if strings.Contains(s, "shadow-fifo") {
+		if strings.Contains(s, sub) {
 			return true
 		}
 	}

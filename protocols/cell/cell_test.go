@@ -447,3 +447,32 @@ func TestKeyShadowFIFOOrder(t *testing.T) {
 		t.Error("a TCP cell with one node behind a Shadow fifo kept its old key")
 	}
 }
+
+// TestKeySimnetIdleReset: every cell with simnet's fq_codel (the harness
+// profile) gets a new key since that queue resets an idle flow's CoDel
+// state, so records of the old queue are not reused; others keep theirs.
+func TestKeySimnetIdleReset(t *testing.T) {
+	plain := func(c Config) string {
+		c.Defaults()
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(b)
+		return hex.EncodeToString(h[:12])
+	}
+	harness, _ := LookupProfile("harness")
+	kernel, _ := LookupProfile("kernel")
+	h := Config{N: 4, Degree: 2, Payload: 1, Profile: harness}
+	if h.Key() == plain(h) {
+		t.Error("a harness cell kept the key of the old fq_codel")
+	}
+	k := Config{N: 4, Degree: 2, Payload: 1, Profile: kernel}
+	if k.Key() != plain(k) {
+		t.Error("a kernel cell changed its key")
+	}
+	k.Qdiscs = &NodeQdiscs{Uplink: &QdiscMap{Default: "pfifo", Nodes: map[string]string{"2": "fq_codel:profile=simnet"}}}
+	if k.Key() == plain(k) {
+		t.Error("a cell with one node behind simnet's fq_codel kept its old key")
+	}
+}
