@@ -418,16 +418,21 @@ func TestMeshLatency(t *testing.T) {
 // records from before Shadow's fifo ordered by write time are not reused;
 // QUIC cells and TCP cells without a Shadow fifo keep the key they had
 // (the plain hash of the config).
-func TestKeyShadowFIFOOrder(t *testing.T) {
-	plain := func(c Config) string {
-		c.Defaults()
-		b, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := sha256.Sum256(b)
-		return hex.EncodeToString(h[:12])
+// plainKey is Config.Key without the model-version fields: the key of
+// the same config before those models changed.
+func plainKey(t *testing.T, c Config) string {
+	t.Helper()
+	c.Defaults()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
 	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
+}
+
+func TestKeyShadowFIFOOrder(t *testing.T) {
+	plain := func(c Config) string { return plainKey(t, c) }
 	shadow, _ := LookupProfile("shadow")
 	kernel, _ := LookupProfile("kernel")
 	quic := Config{N: 4, Degree: 2, Payload: 1, Profile: shadow}
@@ -452,15 +457,7 @@ func TestKeyShadowFIFOOrder(t *testing.T) {
 // profile) gets a new key since that queue resets an idle flow's CoDel
 // state, so records of the old queue are not reused; others keep theirs.
 func TestKeySimnetIdleReset(t *testing.T) {
-	plain := func(c Config) string {
-		c.Defaults()
-		b, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := sha256.Sum256(b)
-		return hex.EncodeToString(h[:12])
-	}
+	plain := func(c Config) string { return plainKey(t, c) }
 	harness, _ := LookupProfile("harness")
 	kernel, _ := LookupProfile("kernel")
 	h := Config{N: 4, Degree: 2, Payload: 1, Profile: harness}
