@@ -413,11 +413,6 @@ func TestMeshLatency(t *testing.T) {
 	}
 }
 
-// TestKeyShadowFIFOOrder: a TCP cell behind a Shadow fifo (the shadow
-// profile, or one node's queue file) gets a key of its own, so that
-// records from before Shadow's fifo ordered by write time are not reused;
-// QUIC cells and TCP cells without a Shadow fifo keep the key they had
-// (the plain hash of the config).
 // plainKey is Config.Key without the model-version fields: the key of
 // the same config before those models changed.
 func plainKey(t *testing.T, c Config) string {
@@ -431,6 +426,11 @@ func plainKey(t *testing.T, c Config) string {
 	return hex.EncodeToString(h[:12])
 }
 
+// TestKeyShadowFIFOOrder: a TCP cell behind a Shadow fifo (the shadow
+// profile, or one node's queue file) gets a key of its own, so that
+// records from before Shadow's fifo ordered by write time are not reused;
+// QUIC cells and TCP cells without a Shadow fifo keep the key they had
+// (the plain hash of the config).
 func TestKeyShadowFIFOOrder(t *testing.T) {
 	plain := func(c Config) string { return plainKey(t, c) }
 	shadow, _ := LookupProfile("shadow")
