@@ -92,8 +92,9 @@ type Config struct {
 	// matched. It keeps every delivered unit until the end of the window.
 	Verify bool
 	// Encoding is how each gossip message's bytes go on the wire:
-	// arms.EncodingRaw (the default so far) or arms.EncodingSnappy (the
-	// study's gossip encoder; the whole message then carries the
+	// arms.EncodingRaw (the zero value, which keeps old records' keys; the
+	// CLI's default is snappy) or arms.EncodingSnappy (the study's gossip
+	// encoder; the whole message then carries the
 	// mainnet-like payload, as the study's does, instead of random bytes).
 	Encoding arms.Encoding `json:",omitempty"`
 	// Warmup and Background are the warm-up and background-load modes
@@ -296,12 +297,7 @@ func Run(cfg Config) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
-	var payload []byte
-	if arm.Variant == arms.VariantWhole && cfg.Encoding == arms.EncodingRaw {
-		payload = makePayload(cfg.Seed, cfg.Payload)
-	} else {
-		payload = arms.MainnetLikePayload(cfg.Seed, cfg.Payload)
-	}
+	payload := cellPayload(arm, cfg.Encoding, cfg.Seed, cfg.Payload)
 	// Variant B sends parts on the partial-messages extension; the other
 	// arms publish units as gossip messages.
 	var units arms.Units
@@ -649,10 +645,7 @@ func Run(cfg Config) (*Record, error) {
 				return nil, fmt.Errorf("cell: %w", err)
 			}
 		case "payload":
-			warm := arms.MainnetLikePayload(cfg.Seed^0x7761726d, cfg.Payload)
-			if arm.Variant == arms.VariantWhole && cfg.Encoding == arms.EncodingRaw {
-				warm = makePayload(cfg.Seed^0x7761726d, cfg.Payload)
-			}
+			warm := cellPayload(arm, cfg.Encoding, cfg.Seed^0x7761726d, cfg.Payload)
 			missing, err := warmPayload(ctx, warmCell{arm: arm, payload: warm, slot: cfg.Seed + 1, tracers: tracers, routers: routers,
 				publisher: publisher, topics: topics[0], unitTopic: unitTopic, enc: cfg.Encoding}, cfg.Window.Duration())
 			if err != nil {
@@ -1023,6 +1016,16 @@ func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph, addr f
 }
 
 // makePayload returns size pseudo-random bytes for seed.
+// cellPayload is the payload an arm publishes: the mainnet-like payload,
+// except the whole message's under the raw encoding, which is random
+// bytes (uplink's whole message before the study's encoding).
+func cellPayload(arm arms.Arm, enc arms.Encoding, seed uint64, size int) []byte {
+	if arm.Variant == arms.VariantWhole && enc == arms.EncodingRaw {
+		return makePayload(seed, size)
+	}
+	return arms.MainnetLikePayload(seed, size)
+}
+
 func makePayload(seed uint64, size int) []byte {
 	rng := rand.New(rand.NewPCG(seed, 0x7061796c6f6164))
 	b := make([]byte, size)
