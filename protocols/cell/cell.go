@@ -1015,7 +1015,6 @@ func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph, addr f
 	}
 }
 
-// makePayload returns size pseudo-random bytes for seed.
 // cellPayload is the payload an arm publishes: the mainnet-like payload,
 // except the whole message's under the raw encoding, which is random
 // bytes (uplink's whole message before the study's encoding).
@@ -1026,6 +1025,7 @@ func cellPayload(arm arms.Arm, enc arms.Encoding, seed uint64, size int) []byte 
 	return arms.MainnetLikePayload(seed, size)
 }
 
+// makePayload returns size pseudo-random bytes for seed.
 func makePayload(seed uint64, size int) []byte {
 	rng := rand.New(rand.NewPCG(seed, 0x7061796c6f6164))
 	b := make([]byte, size)
