@@ -62,6 +62,19 @@ type Policy struct {
 	// StopPull: a node that has completed its group sends no more IWANTs
 	// for it (coded arms).
 	StopPull bool
+	// CountSource makes the node a message came from count against r
+	// when it is a known holder, which it is once its IDONTWANT for the
+	// message has arrived: every relay sends one to its mesh peers other
+	// than its own source, ahead of its pushes, and the publisher sends
+	// one at the publish. The study's fork counts every mesh peer that
+	// sent IDONTWANT (phaseForwarding.trim), so its relays push
+	// r - 1 = 1 copy at r = 2. Off: the source is skipped but not
+	// counted (uplink's reading of the prose before session 11).
+	CountSource bool
+	// Gossip makes the heartbeat announce the held messages of the topic
+	// to non-mesh peers and serve their IWANTs from a message cache, as
+	// the fork does by caching every message it forwards (see gossiper).
+	Gossip bool
 }
 
 // Validate checks the policy.
@@ -86,6 +99,12 @@ func (p Policy) String() string {
 	s += " pull=" + p.Pull.String()
 	if p.StopPull {
 		s += " stop-pull"
+	}
+	if p.CountSource {
+		s += " source-counted"
+	}
+	if p.Gossip {
+		s += " heartbeat-gossip"
 	}
 	return s
 }

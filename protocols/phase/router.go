@@ -40,6 +40,12 @@ type Router struct {
 	sched   sched
 	boundMu sync.Mutex
 	bound   *pubsub.Topic
+
+	// Heartbeat gossip of the topics whose policy has Gossip (nil without).
+	gossip       *gossiper
+	gossipTopics []string                        // sorted
+	topicPeers   map[string]map[peer.ID]struct{} // policy topic: subscribed peers
+	attachAt     time.Time                       // when pubsub attached the router
 }
 
 // group is a set of units of which any Need complete the node (all K
@@ -73,7 +79,7 @@ func New(h host.Host, params pubsub.GossipSubParams, idFn func(*pb.Message) stri
 	if idFn == nil {
 		return nil, fmt.Errorf("phase router: a message id function is required")
 	}
-	return &Router{
+	r := &Router{
 		GossipSubRouter: stockRouter(h, params),
 		self:            h.ID(),
 		idFn:            idFn,
@@ -86,7 +92,44 @@ func New(h host.Host, params pubsub.GossipSubParams, idFn func(*pb.Message) stri
 		served:          map[string]map[peer.ID]int{},
 		groups:          map[string]*group{},
 		pull:            newPuller(final),
-	}, nil
+		topicPeers:      map[string]map[peer.ID]struct{}{},
+	}
+	for t, p := range policies {
+		if p.Gossip {
+			r.gossipTopics = append(r.gossipTopics, t)
+		}
+	}
+	if len(r.gossipTopics) > 0 {
+		slices.Sort(r.gossipTopics)
+		r.gossip = newGossiper(r.self, params.Dlazy, params.GossipFactor, params.HistoryLength, params.HistoryGossip,
+			params.MaxIHaveLength, params.HeartbeatInterval, params.HeartbeatInitialDelay)
+	}
+	return r, nil
+}
+
+// Attach notes when pubsub attached the router (its heartbeat's phase)
+// and attaches the stock router.
+func (r *Router) Attach(p *pubsub.PubSub) {
+	r.attachAt = time.Now()
+	r.GossipSubRouter.Attach(p)
+}
+
+// heartbeat runs the policy topics' gossip at a stock heartbeat instant
+// and schedules the next.
+func (r *Router) heartbeat(now time.Time) {
+	ihaves := r.gossip.beat(r.gossipTopics, func(topic string) []peer.ID {
+		var out []peer.ID
+		for p := range r.topicPeers[topic] {
+			if _, in := r.mesh[topic][p]; !in {
+				out = append(out, p)
+			}
+		}
+		return out
+	})
+	for p, ih := range ihaves {
+		r.SendControl(p, &pb.ControlMessage{Ihave: ih})
+	}
+	r.sched.at(r.gossip.nextBeat(r.attachAt, now.Add(time.Nanosecond)), r.heartbeat)
 }
 
 // Options are the pubsub options the router needs besides the caller's:
@@ -103,6 +146,10 @@ func (r *Router) Bind(t *pubsub.Topic) {
 	r.bound = t
 	r.boundMu.Unlock()
 	r.sched.bind(t)
+	if r.gossip != nil {
+		// If pubsub has already stopped, there is nothing to gossip.
+		_ = r.Do(func() { r.sched.at(r.gossip.nextBeat(r.attachAt, time.Now()), r.heartbeat) })
+	}
 }
 
 // Close stops the router's timers.
@@ -218,8 +265,11 @@ func (r *Router) Publish(msg *pubsub.Message) {
 	if pol.Budget {
 		width = max(width, len(r.mesh[topic])>>min(r.idw[id], 62))
 	}
+	if pol.Gossip {
+		r.gossip.put(id, topic)
+	}
 	src := msg.ReceivedFrom
-	push, announce := targets(id, r.mesh[topic], r.holders[id], src, width)
+	push, announce := targets(id, r.mesh[topic], r.holders[id], src, width, pol.CountSource)
 	for _, p := range push {
 		r.SendControl(p, &pb.ControlMessage{}, msg.Message)
 		r.holder(id, p)
@@ -239,6 +289,22 @@ func (r *Router) Publish(msg *pubsub.Message) {
 // by topic, IWANT for ids the router holds) and passes the rest, with
 // GRAFT, PRUNE and IDONTWANT, to the stock router.
 func (r *Router) HandleRPC(rpc *pubsub.RPC) {
+	for _, sub := range rpc.GetSubscriptions() {
+		t := sub.GetTopicid()
+		if _, ok := r.policies[t]; !ok {
+			continue
+		}
+		m := r.topicPeers[t]
+		if m == nil {
+			m = map[peer.ID]struct{}{}
+			r.topicPeers[t] = m
+		}
+		if sub.GetSubscribe() {
+			m[rpc.From()] = struct{}{}
+		} else {
+			delete(m, rpc.From())
+		}
+	}
 	ctl := rpc.GetControl()
 	if ctl == nil || len(r.policies) == 0 {
 		r.GossipSubRouter.HandleRPC(rpc)
@@ -288,6 +354,9 @@ func (r *Router) HandleRPC(rpc *pubsub.RPC) {
 				rest = append(rest, id)
 				continue
 			}
+			if r.policies[m.GetTopic()].Gossip && !r.gossip.held[id] {
+				continue // out of the message cache, as the fork's mcache
+			}
 			if _, has := r.holders[id][from]; has {
 				continue
 			}
@@ -329,10 +398,13 @@ func (r *Router) ask(now time.Time, id string, p peer.ID) {
 	r.sched.at(now.Add(r.pull.p.Promise), func(now time.Time) { r.pull.expire(now, id, p) })
 }
 
-// OnClosedOutboundStream forgets p's place in the meshes, then lets the
-// stock router remove the peer.
+// OnClosedOutboundStream forgets p's place in the meshes and its
+// subscriptions, then lets the stock router remove the peer.
 func (r *Router) OnClosedOutboundStream(p peer.ID) {
 	for _, m := range r.mesh {
+		delete(m, p)
+	}
+	for _, m := range r.topicPeers {
 		delete(m, p)
 	}
 	r.GossipSubRouter.OnClosedOutboundStream(p)
@@ -341,12 +413,16 @@ func (r *Router) OnClosedOutboundStream(p peer.ID) {
 // targets splits id's mesh for phase forwarding: push gets
 // max(0, width - known holders) peers by hash rank, announce (an IHAVE)
 // the rest; known holders get neither, and src (the peer the message came
-// from) is skipped without counting as a holder.
-func targets(id string, mesh, holders map[peer.ID]struct{}, src peer.ID, width int) (push, announce []peer.ID) {
+// from) gets neither: with countSource it counts against width when it is
+// a known holder (the fork's rule), without it never does.
+func targets(id string, mesh, holders map[peer.ID]struct{}, src peer.ID, width int, countSource bool) (push, announce []peer.ID) {
 	known := 0
 	cands := make([]peer.ID, 0, len(mesh))
 	for p := range mesh {
 		if p == src {
+			if _, ok := holders[p]; ok && countSource {
+				known++
+			}
 			continue
 		}
 		if _, ok := holders[p]; ok {

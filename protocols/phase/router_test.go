@@ -23,7 +23,7 @@ func peerSet(ps ...peer.ID) map[peer.ID]struct{} {
 // on every call.
 func TestTargets(t *testing.T) {
 	mesh := peerSet("a", "b", "c", "d", "e", "f", "g", "h")
-	push, ann := targets("seg-3", mesh, peerSet("b"), "a", 2)
+	push, ann := targets("seg-3", mesh, peerSet("b"), "a", 2, false)
 	if len(push) != 1 || len(ann) != 5 {
 		t.Fatalf("push %v, announce %v: want 1 and 5 (8 less the sender, less one holder)", push, ann)
 	}
@@ -31,19 +31,19 @@ func TestTargets(t *testing.T) {
 	if slices.Contains(all, "a") || slices.Contains(all, "b") {
 		t.Fatalf("the sender or a known holder is targeted: %v", all)
 	}
-	push, ann = targets("seg-3", mesh, nil, "a", 2)
+	push, ann = targets("seg-3", mesh, nil, "a", 2, false)
 	if len(push) != 2 || len(ann) != 5 {
 		t.Fatalf("no holders: push %v, announce %v; want 2 and 5", push, ann)
 	}
-	again, _ := targets("seg-3", mesh, nil, "a", 2)
+	again, _ := targets("seg-3", mesh, nil, "a", 2, false)
 	if !slices.Equal(push, again) {
 		t.Fatalf("hash rank not deterministic: %v then %v", push, again)
 	}
-	push, ann = targets("seg-3", mesh, peerSet("b", "c", "d"), "self", 2)
+	push, ann = targets("seg-3", mesh, peerSet("b", "c", "d"), "self", 2, false)
 	if len(push) != 0 || len(ann) != 5 {
 		t.Fatalf("three holders, r = 2: push %v, announce %v; want 0 and 5", push, ann)
 	}
-	push, ann = targets("seg-3", mesh, nil, "self", 12)
+	push, ann = targets("seg-3", mesh, nil, "self", 12, false)
 	if len(push) != 8 || len(ann) != 0 {
 		t.Fatalf("width 12 over 8 candidates: push %v, announce %v", push, ann)
 	}
