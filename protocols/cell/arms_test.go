@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -224,4 +225,18 @@ func bytesPerCopy(rec *Record) float64 {
 		copies += float64(rec.Wire.Messages + row.Dups)
 	}
 	return bytes / copies
+}
+
+// TestCountsAtWindowEnd: a cell whose window closes before every receiver
+// has the payload reads its counts at the window's end, and says so.
+func TestCountsAtWindowEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := armCell(t, "atuned_32k", func(c *Config) { c.Window = 150 * des.Millisecond })
+		if rec.Completed == 29 {
+			t.Fatalf("every receiver completed within 150 ms (p50 %v); the window does not censor", *rec.P50S)
+		}
+		if rec.CountsAt != CountsAtWindowEnd || math.Abs(rec.CountsAtS-0.15) > 1e-9 {
+			t.Fatalf("counts read at %q, %v s; want at the window's end, 0.15 s", rec.CountsAt, rec.CountsAtS)
+		}
+	})
 }

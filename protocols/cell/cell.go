@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing/synctest"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -652,6 +653,9 @@ func Run(cfg Config) (*Record, error) {
 				return nil, fmt.Errorf("cell: %w", err)
 			}
 			rec.WarmupMissing = missing
+			for _, t := range tracers {
+				t.resetCounts()
+			}
 		}
 		rec.WarmupS = (live.Now() - ws).Seconds()
 		time.Sleep(cfg.Warmup.Gap.Duration())
@@ -674,8 +678,26 @@ func Run(cfg Config) (*Record, error) {
 		need = bparts.Need
 	}
 	meshAtPublish := make([]int, n)
+	// The measurement ends when the last receiver completes, as the
+	// study's harness ends it (runDiffusion in its driver): the counts
+	// (duplicates, bytes, drops) are those at that instant, and the
+	// window only bounds the wait for receivers that never complete.
+	allDone := make(chan struct{})
+	remaining := n - 1
+	var remainingMu sync.Mutex
+	completed := func() {
+		remainingMu.Lock()
+		defer remainingMu.Unlock()
+		if remaining--; remaining == 0 {
+			close(allDone)
+		}
+	}
 	for i, t := range tracers {
-		t.setTargets(ids, need, cfg.Verify)
+		done := completed
+		if i == 0 {
+			done = nil // the publisher is not a receiver
+		}
+		t.setTargets(ids, need, cfg.Verify, done)
 		meshAtPublish[i] = t.meshSize()
 		if rt := routers[i]; rt != nil {
 			if err := rt.Expect(ids, units.Need); err != nil {
@@ -705,7 +727,18 @@ func Run(cfg Config) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cell: publish: %w", err)
 	}
-	time.Sleep(cfg.Window.Duration())
+	window := time.NewTimer(cfg.Window.Duration())
+	select {
+	case <-allDone:
+		window.Stop()
+		// Let every goroutine run its part of this instant (as the
+		// harness's synctest.Wait does) before reading the counts.
+		synctest.Wait()
+		rec.CountsAt = CountsAtLastCompletion
+	case <-window.C:
+		rec.CountsAt = CountsAtWindowEnd
+	}
+	rec.CountsAtS = time.Since(publishAt).Seconds()
 	stopBackground()
 	phaseStart("teardown")
 	w4 := des.WallNow()
@@ -758,7 +791,7 @@ func Run(cfg Config) (*Record, error) {
 	if delivPackets > 0 {
 		rec.UsPerPkt = rec.Phases.Delivery * 1e6 / float64(delivPackets)
 	}
-	rec.PubBytes = counters[0].SentBytes - base[0].SentBytes
+	rec.PubWireBytes = counters[0].SentBytes - base[0].SentBytes
 	times := make([]float64, 0, n-1)
 	var rxData, rxCtrl float64
 	for i, t := range tracers {
@@ -780,6 +813,7 @@ func Run(cfg Config) (*Record, error) {
 		rec.Dups += row.Dups
 		rec.IdwTx += row.IDontWantTx
 		if i == 0 {
+			rec.PubBytes = uint64(row.DataTx)
 			if cfg.PerNode {
 				rec.Nodes = append(rec.Nodes, row)
 			}

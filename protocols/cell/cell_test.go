@@ -251,6 +251,11 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				if *rec.P50S <= 0 || *rec.P50S > *rec.P99S || *rec.P99S > *rec.LastS {
 					t.Fatalf("quantiles out of order: %v %v %v", *rec.P50S, *rec.P99S, *rec.LastS)
 				}
+				// The counts are read at the last completion, as the
+				// study's harness reads them.
+				if rec.CountsAt != CountsAtLastCompletion || rec.CountsAtS != *rec.LastS {
+					t.Fatalf("counts read at %q, %v s; want at the last completion, %v s", rec.CountsAt, rec.CountsAtS, *rec.LastS)
+				}
 				if rec.PubBytes < uint64(c.payload) {
 					t.Fatalf("publisher sent %d bytes, less than one payload", rec.PubBytes)
 				}

@@ -190,7 +190,7 @@ func warmPayload(ctx context.Context, c warmCell, limit time.Duration) (int, err
 	}
 	ids := u.IDs()
 	for i, t := range c.tracers {
-		t.setTargets(ids, u.Need, false)
+		t.setTargets(ids, u.Need, false, nil)
 		if rt := c.routers[i]; rt != nil {
 			if err := rt.Expect(ids, u.Need); err != nil {
 				return 0, fmt.Errorf("warm-up payload: node %d: %w", i, err)

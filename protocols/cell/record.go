@@ -102,6 +102,12 @@ type Phases struct {
 	Teardown float64 `json:"teardown_s"`
 }
 
+// When a record's counts were read (Record.CountsAt).
+const (
+	CountsAtLastCompletion = "last completion"
+	CountsAtWindowEnd      = "window end"
+)
+
 // Record is one cell run, with the harness record's fields
 // (study-model.md, "Records") and what uplink adds: the profile and every
 // knob, the transport, the version, wall time, phases and counts.
@@ -126,11 +132,18 @@ type Record struct {
 	RateN        int      `json:"rate_n"`
 	Dups         int      `json:"dups"`
 	IdwTx        int      `json:"idw_tx"`
-	PubBytes     uint64   `json:"publisher_bytes"`
-	RxNodeBytes  float64  `json:"rx_node_bytes"`
-	CtrlRxNode   float64  `json:"ctrl_rx_node_bytes"`
-	WallS        float64  `json:"wall_s"`
-	MaxRSSKB     int64    `json:"max_rss_kb"`
+	PubBytes     uint64   `json:"publisher_bytes"`      // gossip data the publisher queued (the harness's sense)
+	PubWireBytes uint64   `json:"publisher_wire_bytes"` // everything its uplink sent, headers and control included
+	// CountsAt says when the counts (duplicates, bytes, drops, queues)
+	// were read: CountsAtLastCompletion, as the study's harness reads
+	// them, or CountsAtWindowEnd when a receiver never completed. Records
+	// without it (before session 11) counted to the window's end.
+	CountsAt    string  `json:"counts_at,omitempty"`
+	CountsAtS   float64 `json:"counts_at_s,omitempty"` // virtual seconds from the publish
+	RxNodeBytes float64 `json:"rx_node_bytes"`
+	CtrlRxNode  float64 `json:"ctrl_rx_node_bytes"`
+	WallS       float64 `json:"wall_s"`
+	MaxRSSKB    int64   `json:"max_rss_kb"`
 
 	// Late counts the receivers that completed more than LateAfter past
 	// the p50, or never (section 5's "late receivers"); nil when the p50

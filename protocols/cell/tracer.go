@@ -27,6 +27,9 @@ type tracer struct {
 	delivered   bool
 	deliveredAt time.Time
 	dups        int
+	// done, when set, is told once when the node completes the
+	// measurement (the cell's watch for the last receiver).
+	done func()
 
 	tx, rx rpcCounts // RPCs sent (queued for a peer) and received
 }
@@ -107,10 +110,13 @@ func (t *tracer) meshRange() (lo, hi int) {
 
 // setTargets starts a measurement, ending any earlier one (a warm-up): the
 // node is complete once it holds need of ids (indexed by unit). With keep
-// it keeps the units' data.
-func (t *tracer) setTargets(ids []string, need int, keep bool) {
+// it keeps the units' data. done, if not nil, is called once, under the
+// tracer's lock, when the node completes: it must not call back into the
+// tracer.
+func (t *tracer) setTargets(ids []string, need int, keep bool, done func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.done = done
 	t.targets = make(map[string]int, len(ids))
 	for i, id := range ids {
 		t.targets[id] = i
@@ -121,6 +127,15 @@ func (t *tracer) setTargets(ids []string, need int, keep bool) {
 		t.data = map[int][]byte{}
 	}
 	t.got, t.dups, t.delivered, t.deliveredAt = 0, 0, false, time.Time{}
+}
+
+// resetCounts zeroes the RPC tallies: a payload warm-up's traffic is not
+// the measured payload's cost (the study's harness resets its tracers
+// after its warm-up the same way).
+func (t *tracer) resetCounts() {
+	t.mu.Lock()
+	t.tx, t.rx = rpcCounts{}, rpcCounts{}
+	t.mu.Unlock()
 }
 
 func (t *tracer) Graft(p peer.ID, topic string) {
@@ -153,6 +168,9 @@ func (t *tracer) DeliverMessage(msg *pubsub.Message) {
 	if !t.delivered && t.got >= t.need {
 		t.delivered = true
 		t.deliveredAt = time.Now()
+		if t.done != nil {
+			t.done()
+		}
 	}
 }
 
@@ -162,6 +180,9 @@ func (t *tracer) completeAt(now time.Time) {
 	t.mu.Lock()
 	if !t.delivered && t.need > 0 {
 		t.delivered, t.deliveredAt = true, now
+		if t.done != nil {
+			t.done()
+		}
 	}
 	t.mu.Unlock()
 }
