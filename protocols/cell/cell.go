@@ -172,10 +172,16 @@ const simnetIdleReset = 1
 // made before that model changed are not reused as current ones (QUIC
 // cells are unaffected: their one UDP socket sends in order either way).
 // A cell with simnet's fq_codel anywhere hashes simnetIdleReset the same
-// way.
+// way. The phase-rules knob is left out of the key of arms that do not
+// use the phase router, whose cells it cannot change.
 func (c Config) Key() string {
 	c.Defaults()
 	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook = nil, 0, "", false, false, nil
+	if arm, err := arms.LookupArm(c.Arm); err == nil {
+		if _, phased := arm.Policy(c.Payload); !phased {
+			c.Profile.PhaseRules = "" // no phase router: the rules change nothing
+		}
+	}
 	var v struct {
 		Config
 		ShadowFIFOOrder int `json:",omitempty"`
@@ -318,6 +324,9 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
 	policy, phased := arm.Policy(len(payload))
+	if cfg.Profile.PhaseRules == PhaseRulesFork {
+		policy.CountSource, policy.Gossip = true, true
+	}
 	if phased {
 		cfg.Gossip.MaxIHaveMessages = 4096 // the phase arms' setting (study-model.md)
 	}

@@ -96,6 +96,39 @@ func TestRouterStartKnob(t *testing.T) {
 	}
 }
 
+// TestPhaseRulesKnob: every profile runs the study's fork rules; prose is
+// stored as the empty value, so a prose cell keeps the key its records had
+// before the knob; the two are different cells for a phase arm, and the
+// same cell for an arm without the phase router; the record names the
+// rules in its policy.
+func TestPhaseRulesKnob(t *testing.T) {
+	for _, name := range ProfileNames() {
+		p, _ := LookupProfile(name)
+		if got := p.Knobs()["phase-rules"]; got != PhaseRulesFork {
+			t.Fatalf("%s: default phase-rules %q; want %q", name, got, PhaseRulesFork)
+		}
+	}
+	fork, _ := LookupProfile("harness")
+	prose := fork
+	if err := prose.Set("phase-rules", PhaseRulesProse); err != nil || prose.PhaseRules != "" {
+		t.Fatalf("set prose: %v, stored %q; want the empty value", err, prose.PhaseRules)
+	}
+	for _, c := range []struct {
+		arm    string
+		differ bool
+	}{{"atuned_32k", true}, {"c_32k", true}, {"wholend", false}, {"bfixed_32k", false}} {
+		a := Config{Arm: c.arm, N: 10, Degree: 4, Payload: 1 << 20, Profile: fork}
+		b := a
+		b.Profile = prose
+		if (a.Key() != b.Key()) != c.differ {
+			t.Errorf("%s: fork and prose keys differ %v; want %v", c.arm, a.Key() != b.Key(), c.differ)
+		}
+	}
+	if err := prose.Set("phase-rules", "guess"); err == nil || !strings.Contains(err.Error(), "fork") {
+		t.Fatalf("an unknown phase-rules: %v; want an error listing the values", err)
+	}
+}
+
 // TestTCPKnobs: the TCP preset follows the profile (shadow: Shadow's Reno,
 // unpaced, no restart after idle; kernel and harness: CUBIC, paced,
 // Linux's restart); cc, pacing and idle-restart override the preset's
@@ -422,10 +455,16 @@ func TestMeshLatency(t *testing.T) {
 }
 
 // plainKey is Config.Key without the model-version fields: the key of
-// the same config before those models changed.
+// the same config before those models changed. Like Key, it leaves the
+// phase rules out for an arm without the phase router (all these tests'
+// cells: the whole message).
 func plainKey(t *testing.T, c Config) string {
 	t.Helper()
 	c.Defaults()
+	if c.Arm != "whole" && c.Arm != "wholend" {
+		t.Fatalf("plainKey: arm %q; only the whole message", c.Arm)
+	}
+	c.Profile.PhaseRules = ""
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,11 @@ type Profile struct {
 	// many peers' subscriptions the first graft can see (before-dial
 	// only). "": subscribe as the dial ends.
 	FirstHeartbeat string `json:",omitempty"`
+	// PhaseRules are the phase router's rules for the segmented arms:
+	// PhaseRulesFork (every profile: the study's pubsub fork) or
+	// PhaseRulesProse, stored as "" so that records made before the knob
+	// existed keep their keys.
+	PhaseRules string `json:",omitempty"`
 	// CC and Pacing, when set, override the preset's congestion control
 	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
 	// of the preset stays.
@@ -92,6 +97,7 @@ var profiles = map[string]Profile{
 		// run through the dial, so the subscribe instant falls at a phase
 		// of the heartbeat set by the dial's length, not 100 ms before it.
 		RouterStart: RouterBeforeDial,
+		PhaseRules:  PhaseRulesFork,
 		HostRate:    1e9,
 		// TCP (--transport tcp): the harness's hosts run Linux's stack.
 		TCP: "linux",
@@ -121,6 +127,7 @@ var profiles = map[string]Profile{
 		// calls NewGossipSub at process start, then sleeps until its dial
 		// instant, dials its edges, and subscribes at a later instant.
 		RouterStart: RouterBeforeDial,
+		PhaseRules:  PhaseRulesFork,
 		HostRate:    1e9,
 		// TCP: Shadow's own stack (Reno with Shadow's constants, unpaced).
 		TCP: "shadow",
@@ -145,6 +152,7 @@ var profiles = map[string]Profile{
 		// The Linux cells run the Shadow node's binary, one process per
 		// namespace (report Appendix C): its order.
 		RouterStart: RouterBeforeDial,
+		PhaseRules:  PhaseRulesFork,
 		HostRate:    1e9,
 		// TCP: the kernel's stack (CUBIC, paced).
 		TCP: "linux",
@@ -164,6 +172,20 @@ const (
 	// (a node program that starts gossipsub, then dials its edges): what
 	// the study's harness and Shadow node do.
 	RouterBeforeDial = "before-dial"
+)
+
+// The values of the phase-rules knob.
+const (
+	// PhaseRulesFork follows the study's fork of go-libp2p-pubsub
+	// (phaseForwarding.trim and rpcs in its gossipsub.go): a relay's
+	// source counts against r once its IDONTWANT has arrived, and every
+	// forwarded segment is cached and gossiped at the heartbeat
+	// (phase.Policy's CountSource and Gossip).
+	PhaseRulesFork = "fork"
+	// PhaseRulesProse is uplink's reading of the study's prose before
+	// the fork was read (session 11): the source skipped but not
+	// counted, and no heartbeat gossip on the segment topics.
+	PhaseRulesProse = "prose"
 )
 
 // ProfileNames lists the built-in profiles.
@@ -292,6 +314,24 @@ var knobs = []knob{
 				p.RouterStart = v
 			default:
 				return fmt.Errorf("knob router-start=%q: valid values: %s, %s", v, RouterAfterDial, RouterBeforeDial)
+			}
+			return nil
+		}},
+	{"phase-rules", "the phase router's rules for the segmented arms: fork (every profile: the study's pubsub fork, a relay's source counted against r once it sent IDONTWANT, segments gossiped at the heartbeat) or prose (uplink's reading before session 11)",
+		func(p *Profile) string {
+			if p.PhaseRules == "" {
+				return PhaseRulesProse
+			}
+			return p.PhaseRules
+		},
+		func(p *Profile, v string) error {
+			switch v {
+			case PhaseRulesProse:
+				p.PhaseRules = "" // records made before the knob existed keep their keys
+			case PhaseRulesFork:
+				p.PhaseRules = v
+			default:
+				return fmt.Errorf("knob phase-rules=%q: valid values: %s, %s", v, PhaseRulesFork, PhaseRulesProse)
 			}
 			return nil
 		}},
