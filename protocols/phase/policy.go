@@ -5,8 +5,12 @@
 // stop-pull (study-model.md "Phase forwarding", "FINAL"; report.md
 // Appendix A).
 //
-// The study's own router is a fork of go-libp2p-pubsub and is not
-// available; these policies are written from the study's description.
+// The study's own router is a fork of go-libp2p-pubsub v0.17. These
+// policies were written from the study's description; since session 11
+// the fork's source has been read (through the search index; nothing is
+// copied), and two of its rules that the description left out are policy
+// options: the source counted as a known holder (Policy.CountSource) and
+// the heartbeat gossip of forwarded segments (Policy.Gossip).
 // Router embeds the stock *pubsub.GossipSubRouter, which keeps mesh
 // maintenance, the heartbeat, IDONTWANT and every topic without a policy;
 // Router takes over forwarding, IHAVE and IWANT for the topics that have

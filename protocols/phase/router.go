@@ -229,14 +229,13 @@ func (r *Router) done(id string) bool {
 // own messages like any relay.
 //
 // The r pushes go to mesh peers other than the sender, less the known
-// holders as study-model.md defines them (IDONTWANT or an announcement):
-// the sender is skipped, as stock gossipsub never forwards to a message's
-// source, but does not count against r. So every relay makes about r
-// pushes of each segment, which is the report's "A's second push of every
-// segment" and its 1.5 copies of the payload per node for A (section 5).
-// An earlier reading counted the sender as a known holder; it made one
-// push per relay, 1.3 copies per node, and A-tuned 15 to 25 % slower than
-// the report's cells.
+// holders as study-model.md defines them (IDONTWANT or an announcement).
+// The sender is never pushed to; with Policy.CountSource it also counts
+// against r once it is a known holder, as in the study's fork, so a relay
+// pushes r - 1 copies (its source's IDONTWANT arrives ahead of the
+// message). Without it every relay makes about r pushes (uplink's reading
+// of the prose before session 11, when it fitted A-tuned better in
+// cells without the fork's heartbeat gossip).
 func (r *Router) Publish(msg *pubsub.Message) {
 	topic := msg.GetTopic()
 	pol, ok := r.policies[topic]
