@@ -50,9 +50,7 @@ type cached struct {
 }
 
 func newGossiper(self peer.ID, dlazy int, factor float64, history, announce, maxIHave int, interval, firstDelay time.Duration) *gossiper {
-	h := fnv.New64a()
-	h.Write([]byte(self))
-	seed := h.Sum64()
+	seed := peerSeed(self)
 	return &gossiper{
 		dlazy: dlazy, factor: factor, history: max(history, 1), announce: announce, maxIHave: maxIHave,
 		interval: interval, firstDelay: firstDelay,
@@ -60,6 +58,14 @@ func newGossiper(self peer.ID, dlazy int, factor float64, history, announce, max
 		held:    map[string]bool{},
 		rng:     rand.New(rand.NewPCG(seed, 0x676f73736970)),
 	}
+}
+
+// peerSeed is a random stream's seed for the node with id self, so that
+// its draws are the same on every run of a cell.
+func peerSeed(self peer.ID) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(self))
+	return h.Sum64()
 }
 
 // put adds id of topic to the newest window.

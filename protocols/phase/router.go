@@ -3,6 +3,7 @@ package phase
 import (
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +47,8 @@ type Router struct {
 	gossipTopics []string                        // sorted
 	topicPeers   map[string]map[peer.ID]struct{} // policy topic: subscribed peers
 	attachAt     time.Time                       // when pubsub attached the router
+
+	rng *rand.Rand // a batch's order among its messages
 }
 
 // group is a set of units of which any Need complete the node (all K
@@ -93,6 +96,7 @@ func New(h host.Host, params pubsub.GossipSubParams, idFn func(*pb.Message) stri
 		groups:          map[string]*group{},
 		pull:            newPuller(final),
 		topicPeers:      map[string]map[peer.ID]struct{}{},
+		rng:             rand.New(rand.NewPCG(peerSeed(h.ID()), 0x6261746368)),
 	}
 	for t, p := range policies {
 		if p.Gossip {
@@ -237,15 +241,107 @@ func (r *Router) done(id string) bool {
 // of the prose before session 11, when it fitted A-tuned better in
 // cells without the fork's heartbeat gossip).
 func (r *Router) Publish(msg *pubsub.Message) {
-	topic := msg.GetTopic()
-	pol, ok := r.policies[topic]
-	if !ok {
+	if _, ok := r.policies[msg.GetTopic()]; !ok {
 		r.GossipSubRouter.Publish(msg)
 		return
 	}
+	if f, ok := r.forward(msg); ok {
+		for _, p := range f.push {
+			r.SendControl(p, &pb.ControlMessage{}, f.msg.Message)
+		}
+		for _, p := range f.announce {
+			r.announce(p, f)
+		}
+	}
+}
+
+// PublishBatch publishes a batch (pubsub.PublishBatch): the stock way for
+// messages on topics without a policy; on the others, as the study's fork
+// does under the library's round-robin scheduler, every message's first
+// push goes out, then every second push and so on, and the announcements
+// after all the pushes (the order among the messages of one round is
+// random, as the library's map of message ids makes it).
+func (r *Router) PublishBatch(msgs []*pubsub.Message, opts *pubsub.BatchPublishOptions) {
+	var stock []*pubsub.Message
+	var fs []forwarding
+	for _, m := range msgs {
+		if _, ok := r.policies[m.GetTopic()]; !ok {
+			stock = append(stock, m)
+			continue
+		}
+		if f, ok := r.forward(m); ok {
+			fs = append(fs, f)
+		}
+	}
+	if len(stock) > 0 {
+		r.GossipSubRouter.PublishBatch(stock, opts)
+	}
+	for _, st := range batchOrder(fs, r.rng.Perm) {
+		f := fs[st.f]
+		if st.push {
+			r.SendControl(st.to, &pb.ControlMessage{}, f.msg.Message)
+		} else {
+			r.announce(st.to, f)
+		}
+	}
+}
+
+// batchStep is one send of a batch: forwarding f's push or announcement
+// to a peer.
+type batchStep struct {
+	f    int
+	push bool
+	to   peer.ID
+}
+
+// batchOrder is the library's round-robin over message ids applied to
+// the phase router's sends: round k takes the k-th send of every message
+// (its pushes first, then its announcements), the messages of a round in
+// the order perm draws.
+func batchOrder(fs []forwarding, perm func(n int) []int) []batchStep {
+	var out []batchStep
+	for round := 0; ; round++ {
+		sent := false
+		for _, i := range perm(len(fs)) {
+			f := fs[i]
+			switch {
+			case round < len(f.push):
+				out = append(out, batchStep{i, true, f.push[round]})
+			case round < len(f.push)+len(f.announce):
+				out = append(out, batchStep{i, false, f.announce[round-len(f.push)]})
+			default:
+				continue
+			}
+			sent = true
+		}
+		if !sent {
+			return out
+		}
+	}
+}
+
+// forwarding is what a node does with one new message of a policy topic.
+type forwarding struct {
+	msg            *pubsub.Message
+	id, topic      string
+	push, announce []peer.ID
+}
+
+// announce sends p an IHAVE for f's message.
+func (r *Router) announce(p peer.ID, f forwarding) {
+	topic := f.topic
+	r.SendControl(p, &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: []string{f.id}}}})
+}
+
+// forward takes a new message of a policy topic into the node's state
+// (store, pull, group, cache) and decides its pushes and announcements;
+// ok is false for a message already held.
+func (r *Router) forward(msg *pubsub.Message) (f forwarding, ok bool) {
+	topic := msg.GetTopic()
+	pol := r.policies[topic]
 	id := r.id(msg)
 	if _, held := r.store[id]; held {
-		return
+		return f, false
 	}
 	r.store[id] = msg.Message
 	r.pull.deliver(id)
@@ -270,18 +366,12 @@ func (r *Router) Publish(msg *pubsub.Message) {
 	src := msg.ReceivedFrom
 	push, announce := targets(id, r.mesh[topic], r.holders[id], src, width, pol.CountSource)
 	for _, p := range push {
-		r.SendControl(p, &pb.ControlMessage{}, msg.Message)
 		r.holder(id, p)
 	}
 	if src != r.self {
 		r.holder(id, src) // for IWANT answers and IHAVE, after the count
 	}
-	if len(announce) > 0 {
-		ihave := &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: []string{id}}}}
-		for _, p := range announce {
-			r.SendControl(p, ihave)
-		}
-	}
+	return forwarding{msg: msg, id: id, topic: topic, push: push, announce: announce}, true
 }
 
 // HandleRPC takes the control messages that concern policy topics (IHAVE

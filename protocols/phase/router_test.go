@@ -48,3 +48,40 @@ func TestTargets(t *testing.T) {
 		t.Fatalf("width 12 over 8 candidates: push %v, announce %v", push, ann)
 	}
 }
+
+// TestBatchOrder: a batch sends every message's first push, then every
+// second push, then the announcements, round by round (the library's
+// round-robin scheduler over message ids, with the fork's pushes ahead of
+// its announcements in each message's list).
+func TestBatchOrder(t *testing.T) {
+	fs := []forwarding{
+		{id: "m0", push: []peer.ID{"a", "b"}, announce: []peer.ID{"c", "d", "e"}},
+		{id: "m1", push: []peer.ID{"f", "g"}, announce: []peer.ID{"h"}},
+		{id: "m2", push: []peer.ID{"i"}},
+	}
+	identity := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	var got []string
+	for _, st := range batchOrder(fs, identity) {
+		kind := "announce"
+		if st.push {
+			kind = "push"
+		}
+		got = append(got, fs[st.f].id+" "+kind+" "+string(st.to))
+	}
+	want := []string{
+		"m0 push a", "m1 push f", "m2 push i",
+		"m0 push b", "m1 push g",
+		"m0 announce c", "m1 announce h",
+		"m0 announce d",
+		"m0 announce e",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("batch order\n%v\nwant\n%v", got, want)
+	}
+}
