@@ -324,8 +324,14 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
 	policy, phased := arm.Policy(len(payload))
-	if cfg.Profile.PhaseRules == PhaseRulesFork {
+	// The publisher's units go out as one library batch for the stock
+	// batch arm and, under the fork's rules, for every phase arm (the
+	// study's harness publishes variants A and C with PublishBatch; the
+	// phase router then sends every unit's pushes before any announcement).
+	batch := arm.Forward.Batch
+	if phased && cfg.Profile.PhaseRules == PhaseRulesFork {
 		policy.CountSource, policy.Gossip = true, true
+		batch = true
 	}
 	if phased {
 		cfg.Gossip.MaxIHaveMessages = 4096 // the phase arms' setting (study-model.md)
@@ -657,7 +663,7 @@ func Run(cfg Config) (*Record, error) {
 		case "payload":
 			warm := cellPayload(arm, cfg.Encoding, cfg.Seed^0x7761726d, cfg.Payload)
 			missing, err := warmPayload(ctx, warmCell{arm: arm, payload: warm, slot: cfg.Seed + 1, tracers: tracers, routers: routers,
-				publisher: publisher, topics: topics[0], unitTopic: unitTopic, enc: cfg.Encoding}, cfg.Window.Duration())
+				publisher: publisher, topics: topics[0], unitTopic: unitTopic, enc: cfg.Encoding, batch: batch}, cfg.Window.Duration())
 			if err != nil {
 				return nil, fmt.Errorf("cell: %w", err)
 			}
@@ -731,7 +737,7 @@ func Run(cfg Config) (*Record, error) {
 	if isB {
 		err = bnodes[0].Publish(bparts.Parts)
 	} else {
-		err = publish(ctx, publisher, topics[0], units, unitTopic, withheld, arm.Forward.Batch)
+		err = publish(ctx, publisher, topics[0], units, unitTopic, withheld, batch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cell: publish: %w", err)

@@ -197,7 +197,7 @@ func warmPayload(ctx context.Context, c warmCell, limit time.Duration) (int, err
 			}
 		}
 	}
-	if err := publish(ctx, c.publisher, c.topics, u, c.unitTopic, nil, c.arm.Forward.Batch); err != nil {
+	if err := publish(ctx, c.publisher, c.topics, u, c.unitTopic, nil, c.batch); err != nil {
 		return 0, fmt.Errorf("warm-up payload: %w", err)
 	}
 	deadline := time.Now().Add(limit)
@@ -228,6 +228,7 @@ type warmCell struct {
 	topics    []*pubsub.Topic // node 0's
 	unitTopic func(int) int
 	enc       arms.Encoding
+	batch     bool // publish the units as one library batch
 }
 
 // startBackground publishes the background load until stop is called;
