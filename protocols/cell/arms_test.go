@@ -240,3 +240,21 @@ func TestCountsAtWindowEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestVariantCMeshWait: under the harness profile variant C publishes as
+// soon as all but a few nodes hold their mesh slots over the 32 topics,
+// with no settle time (the study's harness), so before the 2.5 s that the
+// per-topic wait sleeps first; every receiver still completes.
+func TestVariantCMeshWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slots := armCell(t, "c_32k", nil)
+		each := armCell(t, "c_32k", func(c *Config) { c.Profile.TopicMeshWait = "" })
+		if !slots.MeshStable || slots.Completed != 29 {
+			t.Fatalf("slots wait: mesh stable %v, %d of 29 completed", slots.MeshStable, slots.Completed)
+		}
+		if slots.PublishAtS >= each.PublishAtS {
+			t.Fatalf("the slots wait published at %.2f s, not before the per-topic wait (%.2f s)", slots.PublishAtS, each.PublishAtS)
+		}
+		t.Logf("published at %.2f s (slots) and %.2f s (each); p50 %.3f and %.3f", slots.PublishAtS, each.PublishAtS, *slots.P50S, *each.P50S)
+	})
+}

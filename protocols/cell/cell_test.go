@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -126,6 +127,52 @@ func TestPhaseRulesKnob(t *testing.T) {
 	}
 	if err := prose.Set("phase-rules", "guess"); err == nil || !strings.Contains(err.Error(), "fork") {
 		t.Fatalf("an unknown phase-rules: %v; want an error listing the values", err)
+	}
+}
+
+// TestTopicMeshWait: the harness profile waits for variant C's meshes as
+// the study's harness does (slots, no settle time); each is stored as the
+// empty value; the knob keys C's cells only. slotsWithin counts a node as
+// settled on its slots summed over the topics, and tolerates tol others.
+func TestTopicMeshWait(t *testing.T) {
+	h, _ := LookupProfile("harness")
+	if got := h.Knobs()["topic-mesh-wait"]; got != TopicMeshSlots {
+		t.Fatalf("harness: topic-mesh-wait %q; want %q", got, TopicMeshSlots)
+	}
+	each := h
+	if err := each.Set("topic-mesh-wait", TopicMeshEach); err != nil || each.TopicMeshWait != "" {
+		t.Fatalf("set each: %v, stored %q", err, each.TopicMeshWait)
+	}
+	for arm, differ := range map[string]bool{"c_32k": true, "crs_32k": true, "atuned_32k": false, "wholend": false} {
+		a := Config{Arm: arm, N: 10, Degree: 4, Payload: 1 << 20, Profile: h}
+		b := a
+		b.Profile = each
+		if (a.Key() != b.Key()) != differ {
+			t.Errorf("%s: keys differ %v; want %v", arm, a.Key() != b.Key(), differ)
+		}
+	}
+	g := StudyGossip() // Dlo 6, Dhi 12
+	node := func(sizes ...int) *tracer {
+		var names []string
+		for i := range sizes {
+			names = append(names, fmt.Sprint("t/", i))
+		}
+		tr := newTracer(names)
+		for i, n := range sizes {
+			for j := range n {
+				tr.Graft(peer.ID(fmt.Sprint("p", j)), names[i])
+			}
+		}
+		return tr
+	}
+	// One topic short (4) and one full (12): 16 slots, within [12, 24].
+	ok := []*tracer{node(4, 12), node(8, 8), node(6, 6)}
+	if !slotsWithin(ok, 2, g, 0) || meshesWithin(ok, g) {
+		t.Fatal("slots: a short topic beside a full one must pass on the sum, and fail the per-topic test")
+	}
+	short := append(ok, node(2, 3))
+	if slotsWithin(short, 2, g, 0) || !slotsWithin(short, 2, g, 1) {
+		t.Fatal("slots: one node at 5 slots fails without tolerance and passes with a tolerance of one")
 	}
 }
 

@@ -61,6 +61,11 @@ type Profile struct {
 	// PhaseRulesProse, stored as "" so that records made before the knob
 	// existed keep their keys.
 	PhaseRules string `json:",omitempty"`
+	// TopicMeshWait is the "stable" wait of a cell with several topics
+	// (variant C): TopicMeshSlots (the harness profile: the study's
+	// harness's variant C wait) or TopicMeshEach, stored as "" so that
+	// records made before the knob existed keep their keys.
+	TopicMeshWait string `json:",omitempty"`
 	// CC and Pacing, when set, override the preset's congestion control
 	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
 	// of the preset stays.
@@ -91,6 +96,12 @@ var profiles = map[string]Profile{
 		// study-model.md: 2.5 s after subscribing, then until every mesh
 		// is within [Dlo, Dhi].
 		MeshWait: "stable", Settle: 2.5,
+		// Variant C's cells (variantC in the study's harness) do not
+		// sleep after subscribing: they poll every 100 ms until all but a
+		// few nodes hold between T × Dlo and T × Dhi mesh slots over the
+		// T topics (awaitMeshMany), so they publish soon after the first
+		// graft.
+		TopicMeshWait: TopicMeshSlots,
 		// The harness's builder (the study's testing/gossipsim, New) calls
 		// NewGossipSub on every host, then dials the edges one by one in
 		// edge order, then every node subscribes: the routers' heartbeats
@@ -186,6 +197,19 @@ const (
 	// the fork was read (session 11): the source skipped but not
 	// counted, and no heartbeat gossip on the segment topics.
 	PhaseRulesProse = "prose"
+)
+
+// The values of the topic-mesh-wait knob.
+const (
+	// TopicMeshSlots is the study's harness's wait for a cell with T
+	// topics (awaitMeshMany): from the subscriptions, no settle time,
+	// every 100 ms, until all but max(1, min(T·N/100, N/10)) nodes hold
+	// between T·Dlo and T·Dhi mesh slots over the T topics; it publishes
+	// anyway after 6 virtual minutes.
+	TopicMeshSlots = "slots"
+	// TopicMeshEach waits the settle time, then until every topic's mesh
+	// of every node is within [Dlo, Dhi] (uplink before session 11).
+	TopicMeshEach = "each"
 )
 
 // ProfileNames lists the built-in profiles.
@@ -314,6 +338,24 @@ var knobs = []knob{
 				p.RouterStart = v
 			default:
 				return fmt.Errorf("knob router-start=%q: valid values: %s, %s", v, RouterAfterDial, RouterBeforeDial)
+			}
+			return nil
+		}},
+	{"topic-mesh-wait", "with mesh-wait=stable and several topics (variant C): slots (the harness profile: the study's harness, from the subscriptions until all but a few nodes hold T·Dlo to T·Dhi mesh slots) or each (after settle, every topic's mesh within [Dlo, Dhi]; uplink before session 11)",
+		func(p *Profile) string {
+			if p.TopicMeshWait == "" {
+				return TopicMeshEach
+			}
+			return p.TopicMeshWait
+		},
+		func(p *Profile, v string) error {
+			switch v {
+			case TopicMeshEach:
+				p.TopicMeshWait = "" // records made before the knob existed keep their keys
+			case TopicMeshSlots:
+				p.TopicMeshWait = v
+			default:
+				return fmt.Errorf("knob topic-mesh-wait=%q: valid values: %s, %s", v, TopicMeshSlots, TopicMeshEach)
 			}
 			return nil
 		}},

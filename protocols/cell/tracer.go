@@ -97,6 +97,17 @@ func (t *tracer) meshPeers() []peer.ID {
 	return out
 }
 
+// meshSlots is the node's mesh memberships summed over its topics.
+func (t *tracer) meshSlots() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, m := range t.mesh {
+		n += len(m)
+	}
+	return n
+}
+
 // meshRange is the smallest and largest mesh over the node's topics.
 func (t *tracer) meshRange() (lo, hi int) {
 	t.mu.Lock()
