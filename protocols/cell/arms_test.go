@@ -258,3 +258,31 @@ func TestVariantCMeshWait(t *testing.T) {
 		t.Logf("published at %.2f s (slots) and %.2f s (each); p50 %.3f and %.3f", slots.PublishAtS, each.PublishAtS, *slots.P50S, *each.P50S)
 	})
 }
+
+// TestPhaseRulesFork: under the fork's rules a relay's source counts
+// against r (one push per relay at r = 2, not two), so A-tuned's receivers
+// get far fewer duplicates, and the heartbeat gossips held segments, so
+// they hear more IHAVEs (measured: duplicates 0.56 to 0.66 of prose's,
+// IHAVE ids 1.55 to 1.68 times).
+func TestPhaseRulesFork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fork := armCell(t, "atuned_32k", func(c *Config) { c.PerNode = true })
+		prose := armCell(t, "atuned_32k", func(c *Config) { c.Profile.PhaseRules = ""; c.PerNode = true })
+		ihave := func(r *Record) (n int) {
+			for _, row := range r.Nodes {
+				n += row.IHaveRx
+			}
+			return n
+		}
+		if fork.Completed != 29 || prose.Completed != 29 {
+			t.Fatalf("completed %d (fork), %d (prose) of 29", fork.Completed, prose.Completed)
+		}
+		if float64(fork.Dups) > 0.8*float64(prose.Dups) {
+			t.Errorf("duplicates %d under the fork's rules against %d under prose; want at most 0.8 times", fork.Dups, prose.Dups)
+		}
+		if float64(ihave(fork)) < 1.3*float64(ihave(prose)) {
+			t.Errorf("IHAVE ids heard %d under the fork's rules against %d under prose; want at least 1.3 times", ihave(fork), ihave(prose))
+		}
+		t.Logf("duplicates %d against %d; IHAVE ids %d against %d", fork.Dups, prose.Dups, ihave(fork), ihave(prose))
+	})
+}
