@@ -758,82 +758,86 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: publish: %w", err)
 	}
 	window := time.NewTimer(cfg.Window.Duration())
+	var atCompletion *counts
 	select {
 	case <-allDone:
-		window.Stop()
 		// Let every goroutine run its part of this instant (as the
 		// harness's synctest.Wait does) before reading the counts.
 		synctest.Wait()
 		rec.CountsAt = CountsAtLastCompletion
+		rec.CountsAtS = time.Since(publishAt).Seconds()
+		if atCompletion, err = readCounts(live, nw, tracers, bnodes); err != nil {
+			return nil, err
+		}
+		// The cell runs the window out all the same: tearing hosts down
+		// while writers are blocked on full socket buffers (the kernel
+		// profile) can leave quic-go's close waiting on a write that only
+		// virtual time can drain, while other goroutines wait on a mutex,
+		// which stops the bubble's clock.
+		<-window.C
 	case <-window.C:
 		rec.CountsAt = CountsAtWindowEnd
+		rec.CountsAtS = time.Since(publishAt).Seconds()
 	}
-	rec.CountsAtS = time.Since(publishAt).Seconds()
 	stopBackground()
 	phaseStart("teardown")
 	w4 := des.WallNow()
 	rec.Phases.Delivery = (w4 - wPub).Seconds()
 
-	// Collect.
-	for i, bn := range bnodes {
-		if bn == nil {
+	// Collect: the counts as of the last completion (or the window's
+	// end), the simulation's cost as of the window's end.
+	cs := atCompletion
+	if cs == nil {
+		if cs, err = readCounts(live, nw, tracers, bnodes); err != nil {
+			return nil, err
+		}
+	}
+	for i, st := range cs.b {
+		if st == nil {
 			continue
 		}
-		st, err := bn.Counters()
-		if err != nil {
-			return nil, fmt.Errorf("cell: node %d: %w", i, err)
-		}
-		t := tracers[i]
-		t.mu.Lock()
-		t.dups = st.Duplicates
-		t.mu.Unlock()
+		cs.nodes[i].dups = st.Duplicates
 		rec.BClaims += st.Claims
 		rec.BTimeouts += st.TimedOut
 		rec.BStrikes += st.Strikes
 	}
-	live.Lock()
-	counters := make([]netmodel.Counters, n)
-	var upStats, downStats, hostStats []*queues.Stats
-	for i, nd := range nw.Nodes() {
-		counters[i] = nd.Counters
-		upStats = append(upStats, nd.Up().Qdisc().Stats())
-		downStats = append(downStats, nd.Down().Qdisc().Stats())
-		if h := nd.Host(); h != nil {
-			hostStats = append(hostStats, h.Qdisc().Stats())
-		}
+	rec.Queues = map[string]QueueSummary{"uplink": summarize(cs.up), "downlink": summarize(cs.down)}
+	if cs.host != nil {
+		rec.Queues["host"] = summarize(cs.host)
 	}
-	rec.Queues = map[string]QueueSummary{"uplink": summarize(upStats), "downlink": summarize(downStats)}
-	if hostStats != nil {
-		rec.Queues["host"] = summarize(hostStats)
-	}
-	live.Unlock()
 	rec.Drops = map[string]uint64{}
-	var delivPackets uint64
 	for i := range n {
-		c := counters[i]
 		for r := netmodel.DropReason(0); r < netmodel.NumDropReasons; r++ {
-			rec.Drops[r.String()] += c.Drops[r] - base[i].Drops[r]
+			rec.Drops[r.String()] += cs.net[i].Drops[r] - base[i].Drops[r]
 		}
+	}
+	live.Lock()
+	var delivPackets uint64
+	for i, nd := range nw.Nodes() {
+		c := nd.Counters
 		rec.SimPackets += c.SentPackets
 		rec.SimBytes += c.SentBytes
 		delivPackets += c.SentPackets - base[i].SentPackets
 	}
+	live.Unlock()
 	if delivPackets > 0 {
 		rec.UsPerPkt = rec.Phases.Delivery * 1e6 / float64(delivPackets)
 	}
+	counters := cs.net
 	rec.PubWireBytes = counters[0].SentBytes - base[0].SentBytes
 	times := make([]float64, 0, n-1)
 	var rxData, rxCtrl float64
 	for i, t := range tracers {
+		tc := cs.nodes[i]
 		t.mu.Lock()
 		row := NodeRow{
-			Index: i, Completed: t.delivered, Dups: t.dups,
+			Index: i, Completed: t.delivered, Dups: tc.dups,
 			MeshPublish: meshAtPublish[i], MeshEnd: len(t.mesh[0]),
-			DataRx: t.rx.data, DataTx: t.tx.data, CtrlRx: t.rx.ctrl, CtrlTx: t.tx.ctrl,
+			DataRx: tc.rx.data, DataTx: tc.tx.data, CtrlRx: tc.rx.ctrl, CtrlTx: tc.tx.ctrl,
 			PktRx: counters[i].RecvPackets - base[i].RecvPackets, PktTx: counters[i].SentPackets - base[i].SentPackets,
 			WireRx: counters[i].RecvBytes - base[i].RecvBytes, WireTx: counters[i].SentBytes - base[i].SentBytes,
-			IHaveTx: t.tx.ihave, IHaveRx: t.rx.ihave, IWantTx: t.tx.iwant, IWantRx: t.rx.iwant,
-			IDontWantTx: t.tx.idontwant, IDontWantRx: t.rx.idontwant,
+			IHaveTx: tc.tx.ihave, IHaveRx: tc.rx.ihave, IWantTx: tc.tx.iwant, IWantRx: tc.rx.iwant,
+			IDontWantTx: tc.tx.idontwant, IDontWantRx: tc.rx.idontwant,
 		}
 		if t.delivered {
 			v := t.deliveredAt.Sub(publishAt).Seconds()
@@ -1094,6 +1098,57 @@ func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph, addr f
 	default:
 		return nil
 	}
+}
+
+// counts is what a record counts, read at one instant: each node's gossip
+// tallies, its network counters and queue statistics, and variant B's
+// node statistics (nil for other arms).
+type counts struct {
+	nodes          []nodeCounts
+	net            []netmodel.Counters
+	up, down, host []*queues.Stats // copies
+	b              []*partial.Stats
+}
+
+// nodeCounts is one node's gossip tallies.
+type nodeCounts struct {
+	dups   int
+	tx, rx rpcCounts
+}
+
+// readCounts reads the counts now.
+func readCounts(live *des.Live, nw *netmodel.Network, tracers []*tracer, bnodes []*partial.Node) (*counts, error) {
+	c := &counts{nodes: make([]nodeCounts, len(tracers))}
+	for i, t := range tracers {
+		t.mu.Lock()
+		c.nodes[i] = nodeCounts{dups: t.dups, tx: t.tx, rx: t.rx}
+		t.mu.Unlock()
+	}
+	for i, bn := range bnodes {
+		if bn == nil {
+			continue
+		}
+		st, err := bn.Counters()
+		if err != nil {
+			return nil, fmt.Errorf("cell: node %d: %w", i, err)
+		}
+		if c.b == nil {
+			c.b = make([]*partial.Stats, len(bnodes))
+		}
+		c.b[i] = &st
+	}
+	copyStats := func(s *queues.Stats) *queues.Stats { v := *s; return &v }
+	live.Lock()
+	defer live.Unlock()
+	for _, nd := range nw.Nodes() {
+		c.net = append(c.net, nd.Counters)
+		c.up = append(c.up, copyStats(nd.Up().Qdisc().Stats()))
+		c.down = append(c.down, copyStats(nd.Down().Qdisc().Stats()))
+		if h := nd.Host(); h != nil {
+			c.host = append(c.host, copyStats(h.Qdisc().Stats()))
+		}
+	}
+	return c, nil
 }
 
 // cellPayload is the payload an arm publishes: the mainnet-like payload,
