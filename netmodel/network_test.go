@@ -243,6 +243,35 @@ func TestSendBufferBlocks(t *testing.T) {
 	}
 }
 
+// TestUnblock: a blocked socket's writer is woken at once by
+// Network.Unblock, and its sends proceed from then on, past the send
+// buffer; every packet still goes out.
+func TestUnblock(t *testing.T) {
+	sim, n := twoNodes(t, Config{Latency: FixedLatency(0)}, OneMTUBurst(8e6), nil)
+	tx, _ := n.Node(0).Bind(ProtoUDP, 1, BlockWhenFull)
+	rx, _ := n.Node(1).Bind(ProtoUDP, 1, NeverBlock)
+	got := drainOnRead(sim, rx)
+	tx.SetSendBuffer(2500)
+	payload := make([]byte, 972)
+	for tx.Send(1, 1, payload, 0) == nil {
+	}
+	woken := 0
+	tx.OnWritable = func() { woken++ }
+	n.Unblock()
+	if woken != 1 || !tx.Writable() {
+		t.Fatalf("after Unblock: woken %d times, writable %v; want once and true", woken, tx.Writable())
+	}
+	for range 10 {
+		if err := tx.Send(1, 1, payload, 0); err != nil {
+			t.Fatalf("send after Unblock: %v", err)
+		}
+	}
+	sim.Run()
+	if len(*got) != 15 {
+		t.Fatalf("received %d datagrams, want 15 (5 before, 10 after)", len(*got))
+	}
+}
+
 // TestRecvBufferDrops: a receive buffer of 2 048 bytes (1 024 requested)
 // holds two 1 000-byte datagrams; the third is dropped and counted.
 func TestRecvBufferDrops(t *testing.T) {

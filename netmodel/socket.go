@@ -337,6 +337,27 @@ func (s *Socket) Recv(buf []byte) (n int, src int, srcPort uint16, ok bool) {
 // Release returns a packet taken through OnPacket to the network's pool.
 func (s *Socket) Release(p *Packet) { s.net.putPacket(p) }
 
+// Unblock makes every socket's sends proceed from now on, whatever its send
+// buffer holds, and wakes the writers that wait for space. A teardown calls
+// it: closing a connection whose writer waits for its uplink to drain
+// would wait on virtual time, and real code that meanwhile waits on a
+// mutex (go-libp2p's connection close) keeps a synctest bubble's clock
+// from advancing, so the close would never finish.
+func (n *Network) Unblock() {
+	for _, s := range n.socks {
+		if s.mode != BlockWhenFull {
+			continue
+		}
+		s.mode = NeverBlock
+		if s.blocked {
+			s.setBlocked(false)
+			if s.OnWritable != nil {
+				s.OnWritable()
+			}
+		}
+	}
+}
+
 // Readable reports whether a datagram is waiting.
 func (s *Socket) Readable() bool { return s.rqHead < len(s.rq) }
 
