@@ -769,16 +769,19 @@ func Run(cfg Config) (*Record, error) {
 		if atCompletion, err = readCounts(live, nw, tracers, bnodes); err != nil {
 			return nil, err
 		}
-		// The cell runs the window out all the same: tearing hosts down
-		// while writers are blocked on full socket buffers (the kernel
-		// profile) can leave quic-go's close waiting on a write that only
-		// virtual time can drain, while other goroutines wait on a mutex,
-		// which stops the bubble's clock.
-		<-window.C
+		window.Stop()
 	case <-window.C:
 		rec.CountsAt = CountsAtWindowEnd
 		rec.CountsAtS = time.Since(publishAt).Seconds()
 	}
+	// The measurement is over. Tearing hosts down while writers wait on
+	// full socket buffers (the kernel profile) would leave quic-go's close
+	// waiting on a write that only virtual time drains, while go-libp2p's
+	// close waits on a mutex, which stops the bubble's clock: from here on
+	// no send blocks.
+	live.Lock()
+	nw.Unblock()
+	live.Unlock()
 	stopBackground()
 	phaseStart("teardown")
 	w4 := des.WallNow()
