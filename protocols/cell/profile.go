@@ -250,6 +250,31 @@ func stringKnob(name, help string, f func(*Profile) *string, valid ...string) kn
 		}}
 }
 
+// legacyKnob is a two-valued string knob whose old value (uplink's
+// behaviour before the knob existed) is stored as the empty string, so
+// that cells with it keep the keys their records had then; cur is the
+// other value.
+func legacyKnob(name, help string, f func(*Profile) *string, old, cur string) knob {
+	return knob{name, help,
+		func(p *Profile) string {
+			if *f(p) == "" {
+				return old
+			}
+			return *f(p)
+		},
+		func(p *Profile, v string) error {
+			switch v {
+			case old:
+				*f(p) = ""
+			case cur:
+				*f(p) = v
+			default:
+				return fmt.Errorf("knob %s=%q: valid values: %s, %s", name, v, cur, old)
+			}
+			return nil
+		}}
+}
+
 func intKnob(name, help string, f func(*Profile) *int) knob {
 	return knob{name, help,
 		func(p *Profile) string { return strconv.Itoa(*f(p)) },
@@ -323,60 +348,9 @@ var knobs = []knob{
 			p.Settle = f
 			return nil
 		}},
-	{"router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (uplink's default before session 10)",
-		func(p *Profile) string {
-			if p.RouterStart == "" {
-				return RouterAfterDial
-			}
-			return p.RouterStart
-		},
-		func(p *Profile, v string) error {
-			switch v {
-			case RouterAfterDial:
-				p.RouterStart = "" // records made before the knob existed keep their keys
-			case RouterBeforeDial:
-				p.RouterStart = v
-			default:
-				return fmt.Errorf("knob router-start=%q: valid values: %s, %s", v, RouterAfterDial, RouterBeforeDial)
-			}
-			return nil
-		}},
-	{"topic-mesh-wait", "with mesh-wait=stable and several topics (variant C): slots (the harness profile: the study's harness, from the subscriptions until all but a few nodes hold T·Dlo to T·Dhi mesh slots) or each (after settle, every topic's mesh within [Dlo, Dhi]; uplink before session 11)",
-		func(p *Profile) string {
-			if p.TopicMeshWait == "" {
-				return TopicMeshEach
-			}
-			return p.TopicMeshWait
-		},
-		func(p *Profile, v string) error {
-			switch v {
-			case TopicMeshEach:
-				p.TopicMeshWait = "" // records made before the knob existed keep their keys
-			case TopicMeshSlots:
-				p.TopicMeshWait = v
-			default:
-				return fmt.Errorf("knob topic-mesh-wait=%q: valid values: %s, %s", v, TopicMeshSlots, TopicMeshEach)
-			}
-			return nil
-		}},
-	{"phase-rules", "the phase router's rules for the segmented arms: fork (every profile: the study's pubsub fork, a relay's source counted against r once it sent IDONTWANT, segments gossiped at the heartbeat) or prose (uplink's reading before session 11)",
-		func(p *Profile) string {
-			if p.PhaseRules == "" {
-				return PhaseRulesProse
-			}
-			return p.PhaseRules
-		},
-		func(p *Profile, v string) error {
-			switch v {
-			case PhaseRulesProse:
-				p.PhaseRules = "" // records made before the knob existed keep their keys
-			case PhaseRulesFork:
-				p.PhaseRules = v
-			default:
-				return fmt.Errorf("knob phase-rules=%q: valid values: %s, %s", v, PhaseRulesFork, PhaseRulesProse)
-			}
-			return nil
-		}},
+	legacyKnob("router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (uplink's default before session 10)", func(p *Profile) *string { return &p.RouterStart }, RouterAfterDial, RouterBeforeDial),
+	legacyKnob("topic-mesh-wait", "with mesh-wait=stable and several topics (variant C): slots (the harness profile: the study's harness, from the subscriptions until all but a few nodes hold T·Dlo to T·Dhi mesh slots) or each (after settle, every topic's mesh within [Dlo, Dhi]; uplink before session 11)", func(p *Profile) *string { return &p.TopicMeshWait }, TopicMeshEach, TopicMeshSlots),
+	legacyKnob("phase-rules", "the phase router's rules for the segmented arms: fork (every profile: the study's pubsub fork, a relay's source counted against r once it sent IDONTWANT, segments gossiped at the heartbeat) or prose (uplink's reading before session 11)", func(p *Profile) *string { return &p.PhaseRules }, PhaseRulesProse, PhaseRulesFork),
 	{"first-heartbeat", "with router-start=before-dial: subscribe when the routers' next heartbeat is this far off, e.g. 50ms (the first graft sees near peers only) or 400ms (every peer); empty: subscribe as the dial ends",
 		func(p *Profile) string { return p.FirstHeartbeat },
 		func(p *Profile, v string) error {
