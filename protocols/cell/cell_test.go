@@ -61,18 +61,24 @@ func TestProfilesAndKnobs(t *testing.T) {
 	}
 }
 
+// everyProfile checks that every built-in profile sets knob to want.
+func everyProfile(t *testing.T, knob, want string) {
+	t.Helper()
+	for _, name := range ProfileNames() {
+		p, _ := LookupProfile(name)
+		if got := p.Knobs()[knob]; got != want {
+			t.Fatalf("%s: default %s %q; want %q", name, knob, got, want)
+		}
+	}
+}
+
 // TestRouterStartKnob: every profile starts its routers before the dial,
 // as the study's harness builder and Shadow node do; after-dial is stored
 // as the empty value, so an after-dial cell keeps the key its records had
 // before the knob existed (when every cell was after-dial); and the two
 // orders are different cells.
 func TestRouterStartKnob(t *testing.T) {
-	for _, name := range ProfileNames() {
-		p, _ := LookupProfile(name)
-		if got := p.Knobs()["router-start"]; got != RouterBeforeDial {
-			t.Fatalf("%s: default router-start %q; want %q", name, got, RouterBeforeDial)
-		}
-	}
+	everyProfile(t, "router-start", RouterBeforeDial)
 	p, _ := LookupProfile("harness")
 	base := Config{N: 10, Degree: 4, Payload: 1, Profile: p}
 	before := base.Key()
@@ -103,12 +109,7 @@ func TestRouterStartKnob(t *testing.T) {
 // same cell for an arm without the phase router; the record names the
 // rules in its policy.
 func TestPhaseRulesKnob(t *testing.T) {
-	for _, name := range ProfileNames() {
-		p, _ := LookupProfile(name)
-		if got := p.Knobs()["phase-rules"]; got != PhaseRulesFork {
-			t.Fatalf("%s: default phase-rules %q; want %q", name, got, PhaseRulesFork)
-		}
-	}
+	everyProfile(t, "phase-rules", PhaseRulesFork)
 	fork, _ := LookupProfile("harness")
 	prose := fork
 	if err := prose.Set("phase-rules", PhaseRulesProse); err != nil || prose.PhaseRules != "" {
