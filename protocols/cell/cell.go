@@ -334,7 +334,7 @@ func Run(cfg Config) (*Record, error) {
 	// phase router then sends every unit's pushes before any announcement).
 	batch := arm.Forward.Batch
 	if phased && cfg.Profile.PhaseRules == PhaseRulesFork {
-		policy.CountSource, policy.Gossip = true, true
+		policy = forkPolicy(policy)
 		batch = true
 	}
 	if phased {
@@ -1152,6 +1152,17 @@ func readCounts(live *des.Live, nw *netmodel.Network, tracers []*tracer, bnodes 
 		}
 	}
 	return c, nil
+}
+
+// forkPolicy is an arm's phase policy under the study's fork
+// (phaseForwarding in its gossipsub): the source counted against r, the
+// heartbeat gossip, and no push budget from the whole mesh. The fork has
+// no such budget: the phase shift (lad_phase) runs A-tuned's forwarding,
+// r - IDONTWANT holders, without FINAL (arms.sh, phasePubsubOpts in the
+// study's tree); the budget was uplink's reading of the prose.
+func forkPolicy(p phase.Policy) phase.Policy {
+	p.CountSource, p.Gossip, p.Budget = true, true, false
+	return p
 }
 
 // cellPayload is the payload an arm publishes: the mainnet-like payload,

@@ -16,6 +16,8 @@ import (
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/phase"
 	"github.com/uplinksim/uplink/transports/tcp"
 )
 
@@ -125,6 +127,13 @@ func TestPhaseRulesKnob(t *testing.T) {
 		if (a.Key() != b.Key()) != c.differ {
 			t.Errorf("%s: fork and prose keys differ %v; want %v", c.arm, a.Key() != b.Key(), c.differ)
 		}
+	}
+	// The phase shift under the fork: A-tuned's forwarding without FINAL,
+	// no budget from the whole mesh.
+	lad, _ := arms.LookupArm("lad_phase_32k")
+	pol, _ := lad.Policy(1 << 20)
+	if f := forkPolicy(pol); !pol.Budget || f.Budget || !f.CountSource || !f.Gossip || f.PushWidth != 2 || f.Pull != phase.PullEager {
+		t.Errorf("lad_phase under the fork: %+v (prose %+v); want r = 2, eager pulls, source counted, gossip, no budget", f, pol)
 	}
 	if err := prose.Set("phase-rules", "guess"); err == nil || !strings.Contains(err.Error(), "fork") {
 		t.Fatalf("an unknown phase-rules: %v; want an error listing the values", err)
