@@ -55,9 +55,11 @@ type Policy struct {
 	// PushWidth is r: a relay pushes a new message to max(0, r - known
 	// holders) mesh peers. 0 is pull only.
 	PushWidth int
-	// Budget is the phase shift: the push count starts at the whole mesh
-	// and halves with each IDONTWANT heard for the id before the push,
-	// never below PushWidth.
+	// Budget is the phase shift as uplink read the study's prose: the push
+	// count starts at the whole mesh and halves with each IDONTWANT heard
+	// for the id before the push, never below PushWidth. The study's fork
+	// has no such budget (its phase shift is A-tuned's forwarding without
+	// FINAL), so the cell leaves it off under the fork's rules.
 	Budget bool
 	// Pull is the pull mode for announced ids.
 	Pull Pull
