@@ -262,27 +262,32 @@ func TestVariantCMeshWait(t *testing.T) {
 // TestPhaseRulesFork: under the fork's rules a relay's source counts
 // against r (one push per relay at r = 2, not two), so A-tuned's receivers
 // get far fewer duplicates, and the heartbeat gossips held segments, so
-// they hear more IHAVEs (measured: duplicates 0.56 to 0.66 of prose's,
-// IHAVE ids 1.55 to 1.68 times).
+// they hear more IHAVEs. Two seeds summed (single runs measured:
+// duplicates 0.45 to 0.81 of prose's, IHAVE ids 1.46 to 1.72 times).
 func TestPhaseRulesFork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fork := armCell(t, "atuned_32k", func(c *Config) { c.PerNode = true })
-		prose := armCell(t, "atuned_32k", func(c *Config) { c.Profile.PhaseRules = ""; c.PerNode = true })
 		ihave := func(r *Record) (n int) {
 			for _, row := range r.Nodes {
 				n += row.IHaveRx
 			}
 			return n
 		}
-		if fork.Completed != 29 || prose.Completed != 29 {
-			t.Fatalf("completed %d (fork), %d (prose) of 29", fork.Completed, prose.Completed)
+		var dups, ihaves [2]int // fork, prose
+		for _, seed := range []uint64{7, 8} {
+			fork := armCell(t, "atuned_32k", func(c *Config) { c.Seed = seed; c.PerNode = true })
+			prose := armCell(t, "atuned_32k", func(c *Config) { c.Seed = seed; c.Profile.PhaseRules = ""; c.PerNode = true })
+			if fork.Completed != 29 || prose.Completed != 29 {
+				t.Fatalf("seed %d: completed %d (fork), %d (prose) of 29", seed, fork.Completed, prose.Completed)
+			}
+			dups[0], dups[1] = dups[0]+fork.Dups, dups[1]+prose.Dups
+			ihaves[0], ihaves[1] = ihaves[0]+ihave(fork), ihaves[1]+ihave(prose)
 		}
-		if float64(fork.Dups) > 0.8*float64(prose.Dups) {
-			t.Errorf("duplicates %d under the fork's rules against %d under prose; want at most 0.8 times", fork.Dups, prose.Dups)
+		if float64(dups[0]) > 0.85*float64(dups[1]) {
+			t.Errorf("duplicates %d under the fork's rules against %d under prose; want at most 0.85 times", dups[0], dups[1])
 		}
-		if float64(ihave(fork)) < 1.3*float64(ihave(prose)) {
-			t.Errorf("IHAVE ids heard %d under the fork's rules against %d under prose; want at least 1.3 times", ihave(fork), ihave(prose))
+		if float64(ihaves[0]) < 1.3*float64(ihaves[1]) {
+			t.Errorf("IHAVE ids heard %d under the fork's rules against %d under prose; want at least 1.3 times", ihaves[0], ihaves[1])
 		}
-		t.Logf("duplicates %d against %d; IHAVE ids %d against %d", fork.Dups, prose.Dups, ihave(fork), ihave(prose))
+		t.Logf("duplicates %d against %d; IHAVE ids %d against %d", dups[0], dups[1], ihaves[0], ihaves[1])
 	})
 }
