@@ -758,21 +758,20 @@ func Run(cfg Config) (*Record, error) {
 		return nil, fmt.Errorf("cell: publish: %w", err)
 	}
 	window := time.NewTimer(cfg.Window.Duration())
-	var atCompletion *counts
 	select {
 	case <-allDone:
+		window.Stop()
 		// Let every goroutine run its part of this instant (as the
 		// harness's synctest.Wait does) before reading the counts.
 		synctest.Wait()
 		rec.CountsAt = CountsAtLastCompletion
-		rec.CountsAtS = time.Since(publishAt).Seconds()
-		if atCompletion, err = readCounts(live, nw, tracers, bnodes); err != nil {
-			return nil, err
-		}
-		window.Stop()
 	case <-window.C:
 		rec.CountsAt = CountsAtWindowEnd
-		rec.CountsAtS = time.Since(publishAt).Seconds()
+	}
+	rec.CountsAtS = time.Since(publishAt).Seconds()
+	cs, err := readCounts(live, nw, tracers, bnodes)
+	if err != nil {
+		return nil, err
 	}
 	// The measurement is over. Tearing hosts down while writers wait on
 	// full socket buffers (the kernel profile) would leave quic-go's close
@@ -788,13 +787,7 @@ func Run(cfg Config) (*Record, error) {
 	rec.Phases.Delivery = (w4 - wPub).Seconds()
 
 	// Collect: the counts as of the last completion (or the window's
-	// end), the simulation's cost as of the window's end.
-	cs := atCompletion
-	if cs == nil {
-		if cs, err = readCounts(live, nw, tracers, bnodes); err != nil {
-			return nil, err
-		}
-	}
+	// end), then the simulation's cost.
 	for i, st := range cs.b {
 		if st == nil {
 			continue
