@@ -246,12 +246,7 @@ func (r *Router) Publish(msg *pubsub.Message) {
 		return
 	}
 	if f, ok := r.forward(msg); ok {
-		for _, p := range f.push {
-			r.SendControl(p, &pb.ControlMessage{}, f.msg.Message)
-		}
-		for _, p := range f.announce {
-			r.announce(p, f)
-		}
+		r.send([]forwarding{f})
 	}
 }
 
@@ -276,12 +271,18 @@ func (r *Router) PublishBatch(msgs []*pubsub.Message, opts *pubsub.BatchPublishO
 	if len(stock) > 0 {
 		r.GossipSubRouter.PublishBatch(stock, opts)
 	}
+	r.send(fs)
+}
+
+// send makes the pushes and announcements of fs in batchOrder (for one
+// message: its pushes, then its announcements).
+func (r *Router) send(fs []forwarding) {
 	for _, st := range batchOrder(fs, r.rng.Perm) {
 		f := fs[st.f]
 		if st.push {
 			r.SendControl(st.to, &pb.ControlMessage{}, f.msg.Message)
 		} else {
-			r.announce(st.to, f)
+			r.SendControl(st.to, f.ihave)
 		}
 	}
 }
@@ -323,14 +324,8 @@ func batchOrder(fs []forwarding, perm func(n int) []int) []batchStep {
 // forwarding is what a node does with one new message of a policy topic.
 type forwarding struct {
 	msg            *pubsub.Message
-	id, topic      string
 	push, announce []peer.ID
-}
-
-// announce sends p an IHAVE for f's message.
-func (r *Router) announce(p peer.ID, f forwarding) {
-	topic := f.topic
-	r.SendControl(p, &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: []string{f.id}}}})
+	ihave          *pb.ControlMessage // the announcement, shared by its peers
 }
 
 // forward takes a new message of a policy topic into the node's state
@@ -371,7 +366,11 @@ func (r *Router) forward(msg *pubsub.Message) (f forwarding, ok bool) {
 	if src != r.self {
 		r.holder(id, src) // for IWANT answers and IHAVE, after the count
 	}
-	return forwarding{msg: msg, id: id, topic: topic, push: push, announce: announce}, true
+	f = forwarding{msg: msg, push: push, announce: announce}
+	if len(announce) > 0 {
+		f.ihave = &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: []string{id}}}}
+	}
+	return f, true
 }
 
 // HandleRPC takes the control messages that concern policy topics (IHAVE

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -49,15 +51,20 @@ func TestTargets(t *testing.T) {
 	}
 }
 
+// msgOf is a message whose data names it.
+func msgOf(name string) *pubsub.Message {
+	return &pubsub.Message{Message: &pb.Message{Data: []byte(name)}}
+}
+
 // TestBatchOrder: a batch sends every message's first push, then every
 // second push, then the announcements, round by round (the library's
 // round-robin scheduler over message ids, with the fork's pushes ahead of
 // its announcements in each message's list).
 func TestBatchOrder(t *testing.T) {
 	fs := []forwarding{
-		{id: "m0", push: []peer.ID{"a", "b"}, announce: []peer.ID{"c", "d", "e"}},
-		{id: "m1", push: []peer.ID{"f", "g"}, announce: []peer.ID{"h"}},
-		{id: "m2", push: []peer.ID{"i"}},
+		{msg: msgOf("m0"), push: []peer.ID{"a", "b"}, announce: []peer.ID{"c", "d", "e"}},
+		{msg: msgOf("m1"), push: []peer.ID{"f", "g"}, announce: []peer.ID{"h"}},
+		{msg: msgOf("m2"), push: []peer.ID{"i"}},
 	}
 	identity := func(n int) []int {
 		out := make([]int, n)
@@ -72,7 +79,7 @@ func TestBatchOrder(t *testing.T) {
 		if st.push {
 			kind = "push"
 		}
-		got = append(got, fs[st.f].id+" "+kind+" "+string(st.to))
+		got = append(got, string(fs[st.f].msg.Data)+" "+kind+" "+string(st.to))
 	}
 	want := []string{
 		"m0 push a", "m1 push f", "m2 push i",
