@@ -177,11 +177,16 @@ func (t *tracer) DeliverMessage(msg *pubsub.Message) {
 		t.data[i] = msg.GetData()
 	}
 	if !t.delivered && t.got >= t.need {
-		t.delivered = true
-		t.deliveredAt = time.Now()
-		if t.done != nil {
-			t.done()
-		}
+		t.complete(time.Now())
+	}
+}
+
+// complete marks the node complete at now and tells the cell's watch; the
+// caller holds the lock.
+func (t *tracer) complete(now time.Time) {
+	t.delivered, t.deliveredAt = true, now
+	if t.done != nil {
+		t.done()
 	}
 }
 
@@ -190,10 +195,7 @@ func (t *tracer) DeliverMessage(msg *pubsub.Message) {
 func (t *tracer) completeAt(now time.Time) {
 	t.mu.Lock()
 	if !t.delivered && t.need > 0 {
-		t.delivered, t.deliveredAt = true, now
-		if t.done != nil {
-			t.done()
-		}
+		t.complete(now)
 	}
 	t.mu.Unlock()
 }
