@@ -69,7 +69,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
-	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) and its heap at the end of the delivery into this folder")
+	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) its heap at the end of the delivery, and the heap at the delivery's largest live heap (polled every 0.5 s of wall time) into this folder")
 	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) streams:SIZE (SIZE each way over a dummy stream on every connection, all at once; the report's warm cells used 320KiB) or streams-seq:SIZE (the same, each node's connections in turn)")
 	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
 	wireEnc := fs.String("wire-encoding", "snappy", "how each gossip message goes on the wire: snappy (the study's gossip encoder: snappy-compressed, the whole message carrying the mainnet-like payload) or raw (uplink's units before session 10: uncompressed, the whole message random bytes)")
@@ -477,7 +477,7 @@ func runChild(ctx context.Context, self string, c cell.Config, env, args []strin
 func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink cell", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	prefix := fs.String("profile-prefix", "", "write a CPU profile per phase to PREFIX-PHASE.cpu.prof and the heap at the end of the delivery to PREFIX-delivery.heap.prof")
+	prefix := fs.String("profile-prefix", "", "write a CPU profile per phase to PREFIX-PHASE.cpu.prof the heap at the end of the delivery to PREFIX-delivery.heap.prof, and the heap at the delivery's largest live heap to PREFIX-delivery-peak.heap.prof")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
