@@ -25,22 +25,22 @@ func phaseProfiler(prefix string, errw io.Writer) (hook func(phase string), stop
 	req := make(chan string)
 	ack := make(chan struct{})
 	var cur *os.File
+	var stopPeak func()
 	end := func() {
 		if cur != nil {
 			pprof.StopCPUProfile()
 			cur.Close()
 			cur = nil
 		}
+		if stopPeak != nil {
+			stopPeak()
+			stopPeak = nil
+		}
 	}
 	failed := false
-	var stopPeak func()
 	go func() {
 		for phase := range req {
 			end()
-			if stopPeak != nil {
-				stopPeak()
-				stopPeak = nil
-			}
 			if phase == "delivery" && !failed {
 				stopPeak = peakHeap(prefix+"-delivery-peak.heap.prof", 500*time.Millisecond, errw)
 			}
@@ -53,9 +53,6 @@ func phaseProfiler(prefix string, errw io.Writer) (hook func(phase string), stop
 			ack <- struct{}{}
 		}
 		end()
-		if stopPeak != nil {
-			stopPeak()
-		}
 		close(ack)
 	}()
 	hook = func(phase string) {
