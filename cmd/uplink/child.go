@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// The child processes of uplink run: each cell runs in its own process
+// (uplink cell), fed its configuration on standard input.
+
+type runOpts struct {
+	jobs    int
+	out     string
+	env     []string
+	profDir string
+}
+
+// runCells runs the cells in child processes, appending each record to
+// o.out as it arrives, with progress on stderr. It returns the records in
+// the order of cfgs (nil where a cell failed or was not run).
+func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, error) {
+	jobs, outPath := o.jobs, o.out
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("run: finding the uplink binary to run cells: %w", err)
+	}
+	var outFile *os.File
+	if outPath != "" {
+		if outFile, err = os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		defer outFile.Close()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	type result struct {
+		i   int
+		rec *cell.Record
+		err error
+	}
+	results := make(chan result)
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // stderr lines
+	go func() {
+		for i, c := range cfgs {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				wg.Wait()
+				close(results)
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				var args []string
+				if o.profDir != "" {
+					args = []string{"--profile-prefix", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%s-%d", c.Arm, c.Profile.Name, c.Seed))}
+				}
+				rec, err := runChild(ctx, self, c, o.env, args, func(line string) {
+					mu.Lock()
+					fmt.Fprintf(stderr, "[%s %s seed %d] %s\n", c.Arm, c.Profile.Name, c.Seed, line)
+					mu.Unlock()
+				})
+				results <- result{i, rec, err}
+			}()
+		}
+		wg.Wait()
+		close(results)
+	}()
+	recs := make([]*cell.Record, len(cfgs))
+	var failures []string
+	done := 0
+	for r := range results {
+		done++
+		if r.err != nil {
+			failures = append(failures, fmt.Sprintf("%s %s seed %d: %v", cfgs[r.i].Arm, cfgs[r.i].Profile.Name, cfgs[r.i].Seed, r.err))
+			continue
+		}
+		recs[r.i] = r.rec
+		if outFile != nil {
+			b, _ := json.Marshal(r.rec)
+			if _, err := outFile.Write(append(b, '\n')); err != nil {
+				return recs, fmt.Errorf("--out: %w", err)
+			}
+		}
+		el := time.Since(start)
+		eta := time.Duration(float64(el) / float64(done) * float64(len(cfgs)-done))
+		mu.Lock()
+		fmt.Fprintf(stderr, "done %d/%d cells (%s %s seed %d: p50 %s, wall %.1f s); elapsed %s, ETA %s\n",
+			done, len(cfgs), r.rec.Arm, r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second))
+		mu.Unlock()
+	}
+	if ctx.Err() != nil {
+		return recs, errors.New("interrupted; the records written so far are complete")
+	}
+	if len(failures) > 0 {
+		return recs, fmt.Errorf("%d of %d cells failed:\n  %s", len(failures), len(cfgs), strings.Join(failures, "\n  "))
+	}
+	return recs, nil
+}
+
+// runChild runs one cell in a child process and returns its record with the
+// child's peak RSS.
+func runChild(ctx context.Context, self string, c cell.Config, env, args []string, progress func(string)) (*cell.Record, error) {
+	in, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the cell: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, self, append([]string{"cell"}, args...)...)
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(in)
+	var outBuf bytes.Buffer
+	cmd.Stdout = &outBuf
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s cell: %w", self, err)
+	}
+	var tail []string
+	sc := bufio.NewScanner(errPipe)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		progress(sc.Text())
+		tail = append(tail, sc.Text())
+		if len(tail) > 20 {
+			tail = tail[1:]
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("%v; last lines:\n%s", err, strings.Join(tail, "\n"))
+	}
+	var rec cell.Record
+	if err := json.Unmarshal(outBuf.Bytes(), &rec); err != nil {
+		return nil, fmt.Errorf("reading the cell's record: %w", err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rec.MaxRSSKB = ru.Maxrss
+	}
+	return &rec, nil
+}
+
+// cmdCell runs one cell given as JSON on stdin and writes its record as
+// JSON to stdout: the child side of uplink run.
+func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("uplink cell", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	prefix := fs.String("profile-prefix", "", "write a CPU profile per phase to PREFIX-PHASE.cpu.prof the heap at the end of the delivery to PREFIX-delivery.heap.prof, and the heap at the delivery's largest live heap to PREFIX-delivery-peak.heap.prof")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{errors.New("cell: takes a JSON cell configuration on standard input (it is run by uplink run)")}
+	}
+	var c cell.Config
+	if err := json.NewDecoder(stdin).Decode(&c); err != nil {
+		return fmt.Errorf("cell: reading the configuration: %w", err)
+	}
+	c.Progress = stderr
+	if *prefix != "" {
+		hook, stop := phaseProfiler(*prefix, stderr)
+		defer stop()
+		c.PhaseHook = hook
+	}
+	var rec *cell.Record
+	err := des.RunInBubble(func(*testing.T) error {
+		var err error
+		rec, err = cell.Run(c)
+		if errors.Is(err, cell.ErrTeardownStuck) && rec != nil {
+			// The record is complete but the bubble cannot end: its
+			// goroutines still run. Hand the record over and leave.
+			fmt.Fprintf(stderr, "warning: %v; the record is written, teardown_s is 0\n", err)
+			if err := json.NewEncoder(stdout).Encode(rec); err != nil {
+				fmt.Fprintf(stderr, "cell: writing the record: %v\n", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(rec)
+}
