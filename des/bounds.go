@@ -1,0 +1,268 @@
+package des
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Every number a user gives uplink (a flag, a profile knob, a queue spec's
+// option, a gossipsub setting, a value in an imported topology draw) is
+// read and checked by the functions of this file, against the bounds
+// below: no NaN or infinity, no overflow, nothing outside a documented
+// range. Each error names the value, what is wrong and what is allowed;
+// callers prefix the flag or knob.
+
+// The bounds.
+const (
+	// MinRate and MaxRate bound a link or shaper rate in bit/s: below
+	// 1 kbit/s one full-size packet takes 12 s to serialise; 10 Tbit/s is
+	// far beyond any access link.
+	MinRate int64 = 1_000
+	MaxRate int64 = 10_000_000_000_000
+
+	// MaxVirtual bounds every virtual duration an input asks for (an
+	// observation window, a settle time, a bulk run's length, a queue
+	// target): a simulation of more virtual time than an hour of a
+	// network runs for days of wall time.
+	MaxVirtual = Hour
+
+	// MaxLatency bounds a one-way latency (a latency model's parameter or
+	// an entry of an imported draw): ten times the longest path on Earth.
+	MaxLatency = 10 * Second
+
+	// MaxBytes bounds a byte count (a buffer, a queue limit, a transfer).
+	MaxBytes int64 = 1 << 40
+
+	// MaxNodes bounds the nodes of a cell; the memory check of a cell
+	// (cell.EstimateMemory) is usually the tighter bound.
+	MaxNodes = 100_000
+)
+
+// Hour is an hour of virtual time.
+const Hour = 3600 * Second
+
+// A Unit is a suffix of a quantity and the factor it stands for.
+type Unit struct {
+	Suffix string
+	Factor float64
+}
+
+// The suffixes of rates (bit/s, decimal: 50 Mbit/s is 50 000 000 bit/s)
+// and of byte counts: BinaryBytes reads K/KiB as 1 024 (Linux tc's
+// reading), DecimalBytes reads KB as 1 000 and KiB as 1 024. Longer
+// suffixes come first, as ParseQuantity takes the first that matches.
+var (
+	RateUnits = []Unit{{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1},
+		{"tb", 1e12}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3}}
+	DecimalBytes = []Unit{{"tib", 1 << 40}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
+		{"tb", 1e12}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3}, {"b", 1}}
+	BinaryBytes = []Unit{{"tib", 1 << 40}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
+		{"tb", 1 << 40}, {"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10},
+		{"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}, {"b", 1}}
+)
+
+// ParseFinite reads a decimal number that is neither NaN nor infinite
+// (strconv.ParseFloat accepts both, and hexadecimal floats, which no
+// input of uplink means).
+func ParseFinite(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, errors.New("empty: want a number")
+	}
+	if strings.ContainsAny(t, "xXpP_") {
+		return 0, fmt.Errorf("%q: want a decimal number", s)
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q: want a finite decimal number", s)
+	}
+	return v, nil
+}
+
+// ParseQuantity reads a finite number with an optional suffix of units
+// (matched without regard to case) and returns it times the suffix's
+// factor.
+func ParseQuantity(s string, units []Unit) (float64, error) {
+	t := strings.TrimSpace(s)
+	lower := strings.ToLower(t)
+	factor := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(lower, u.Suffix) {
+			t, factor = strings.TrimSpace(t[:len(t)-len(u.Suffix)]), u.Factor
+			break
+		}
+	}
+	v, err := ParseFinite(t)
+	if err != nil {
+		return 0, err
+	}
+	return v * factor, nil
+}
+
+// ParseRate reads a rate in bit/s: a plain number, or one with a suffix
+// of RateUnits, optionally followed by "ps" or "/s" (50Mbit, 50Mbps,
+// 50Mbit/s), within [MinRate, MaxRate]. A fraction of a bit/s is rounded
+// to the nearest.
+func ParseRate(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	lower := strings.ToLower(t)
+	for _, suf := range []string{"/s", "ps"} {
+		if strings.HasSuffix(lower, suf) {
+			t = t[:len(t)-len(suf)]
+			break
+		}
+	}
+	v, err := ParseQuantity(t, RateUnits)
+	if err != nil {
+		return 0, fmt.Errorf("rate %w, such as 50Mbit or 1Gbit", err)
+	}
+	return CheckRate(s, v)
+}
+
+// CheckRate checks a rate of v bit/s read from s.
+func CheckRate(s string, v float64) (int64, error) {
+	if math.IsNaN(v) || v < float64(MinRate) || v > float64(MaxRate) {
+		return 0, fmt.Errorf("rate %q: want %s to %s", s, FormatRate(MinRate), FormatRate(MaxRate))
+	}
+	return int64(math.Round(v)), nil
+}
+
+// FormatRate writes a rate in bit/s with the largest decimal unit that
+// keeps it whole.
+func FormatRate(r int64) string {
+	for _, u := range []struct {
+		name string
+		f    int64
+	}{{"Tbit/s", 1e12}, {"Gbit/s", 1e9}, {"Mbit/s", 1e6}, {"kbit/s", 1e3}} {
+		if r >= u.f && r%u.f == 0 {
+			return fmt.Sprintf("%d %s", r/u.f, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bit/s", r)
+}
+
+// ParseBytes reads a byte count with a suffix of units (DecimalBytes or
+// BinaryBytes) within [lo, hi]. A byte count must come out whole.
+func ParseBytes(s string, units []Unit, lo, hi int64) (int64, error) {
+	v, err := ParseQuantity(s, units)
+	if err != nil {
+		return 0, fmt.Errorf("size %w, such as 1MiB", err)
+	}
+	if v != math.Trunc(v) {
+		return 0, fmt.Errorf("size %q: %g is not a whole number of bytes", s, v)
+	}
+	if v < float64(lo) || v > float64(hi) {
+		return 0, fmt.Errorf("size %q: want %s to %s", s, FormatBytes(lo), FormatBytes(hi))
+	}
+	return int64(v), nil
+}
+
+// FormatBytes writes a byte count with the largest binary unit that keeps
+// it whole.
+func FormatBytes(b int64) string {
+	for _, u := range []struct {
+		name string
+		f    int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b >= u.f && b%u.f == 0 {
+			return fmt.Sprintf("%d %s", b/u.f, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", b)
+}
+
+// ParseDuration reads a Go duration (40ms, 1.5s, 2m) as virtual time
+// within [lo, hi].
+func ParseDuration(s string, lo, hi Time) (Time, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: want a duration such as 40ms or 30s, from %v to %v", s, lo, hi)
+	}
+	return CheckDuration(s, Time(d), lo, hi)
+}
+
+// ParseSeconds reads a duration given as a finite number of seconds
+// (a knob such as settle=10) within [lo, hi].
+func ParseSeconds(s string, lo, hi Time) (Time, error) {
+	v, err := ParseFinite(s)
+	if err != nil {
+		return 0, fmt.Errorf("seconds %w", err)
+	}
+	if v < lo.Seconds() || v > hi.Seconds() {
+		return 0, fmt.Errorf("seconds %q: want %g to %g", s, lo.Seconds(), hi.Seconds())
+	}
+	return Time(math.Round(v * 1e9)), nil
+}
+
+// CheckDuration checks a duration d read from s against [lo, hi].
+func CheckDuration(s string, d, lo, hi Time) (Time, error) {
+	if d < lo || d > hi {
+		return 0, fmt.Errorf("duration %q: want %v to %v", s, lo, hi)
+	}
+	return d, nil
+}
+
+// ParseFraction reads a probability in [0, 1): 0.005 or 0.5%.
+func ParseFraction(s string) (float64, error) {
+	return ParseProbability(s, false)
+}
+
+// ParseProbability reads a probability, 0.005 or 0.5%, in [0, 1], or in
+// [0, 1) when one is not allowed (a loss rate of 1 delivers nothing).
+func ParseProbability(s string, oneAllowed bool) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	v, err := ParseFinite(strings.TrimSuffix(t, "%"))
+	if err != nil {
+		return 0, fmt.Errorf("fraction %w, such as 0.5%% or 0.005", err)
+	}
+	if pct {
+		v /= 100
+	}
+	if v < 0 || v > 1 || (v == 1 && !oneAllowed) {
+		if oneAllowed {
+			return 0, fmt.Errorf("fraction %q: want 0 to 1 (0%% to 100%%)", s)
+		}
+		return 0, fmt.Errorf("fraction %q: want 0 to below 1 (0%% to below 100%%)", s)
+	}
+	return v, nil
+}
+
+// ParseInt reads a decimal integer within [lo, hi].
+func ParseInt(s string, lo, hi int64) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a whole number from %d to %d", s, lo, hi)
+	}
+	return CheckInt(s, v, lo, hi)
+}
+
+// CheckInt checks an integer v read from s against [lo, hi].
+func CheckInt(s string, v, lo, hi int64) (int64, error) {
+	if v < lo || v > hi {
+		return 0, fmt.Errorf("%q: want a whole number from %d to %d", s, lo, hi)
+	}
+	return v, nil
+}
+
+// ParseFloat reads a finite decimal number within [lo, hi].
+func ParseFloat(s string, lo, hi float64) (float64, error) {
+	v, err := ParseFinite(s)
+	if err != nil {
+		return 0, err
+	}
+	return CheckFloat(s, v, lo, hi)
+}
+
+// CheckFloat checks a number v read from s against [lo, hi]; NaN is
+// outside every range.
+func CheckFloat(s string, v, lo, hi float64) (float64, error) {
+	if math.IsNaN(v) || v < lo || v > hi {
+		return 0, fmt.Errorf("%q: want a number from %g to %g", s, lo, hi)
+	}
+	return v, nil
+}

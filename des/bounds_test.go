@@ -1,0 +1,123 @@
+package des
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseRate(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{
+		{"50Mbit", 50_000_000}, {"50Mbps", 50_000_000}, {"50Mbit/s", 50_000_000}, {"1Gbit", 1e9},
+		{"2000000", 2_000_000}, {"1kbit", 1000}, {"10Tbit", 1e13}, {"1.5kbit", 1500}, {" 100 Mbit ", 1e8},
+	} {
+		got, err := ParseRate(c.in)
+		require.NoError(t, err, c.in)
+		require.Equal(t, c.want, got, c.in)
+	}
+	for _, in := range []string{"", "NaN", "nanbit", "Inf", "+Infbit", "0.5bit", "999", "0", "-1Mbit",
+		"10.001Tbit", "1e300", "0x10", "1_000", "fast", "50Mbit/h"} {
+		_, err := ParseRate(in)
+		require.Error(t, err, in)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	v, err := ParseBytes("1MiB", DecimalBytes, 1, MaxBytes)
+	require.NoError(t, err)
+	require.Equal(t, int64(1<<20), v)
+	v, err = ParseBytes("64KB", DecimalBytes, 1, MaxBytes)
+	require.NoError(t, err)
+	require.Equal(t, int64(64_000), v)
+	v, err = ParseBytes("64kb", BinaryBytes, 1, MaxBytes)
+	require.NoError(t, err)
+	require.Equal(t, int64(64<<10), v)
+	v, err = ParseBytes("1.5KiB", DecimalBytes, 0, MaxBytes)
+	require.NoError(t, err)
+	require.Equal(t, int64(1536), v)
+	for _, in := range []string{"NaN", "1.5", "0.1B", "-1", "2TiB", "1e20", "Inf", ""} {
+		_, err := ParseBytes(in, DecimalBytes, 0, MaxBytes)
+		require.Error(t, err, in)
+	}
+	_, err = ParseBytes("0", DecimalBytes, 1, 10)
+	require.ErrorContains(t, err, "1 bytes to 10 bytes")
+}
+
+func TestParseDurationBounds(t *testing.T) {
+	v, err := ParseDuration("40ms", 0, MaxVirtual)
+	require.NoError(t, err)
+	require.Equal(t, 40*Millisecond, v)
+	v, err = ParseDuration("1h", 0, MaxVirtual)
+	require.NoError(t, err)
+	require.Equal(t, Hour, v)
+	for _, in := range []string{"1h0m0.000000001s", "2562047h", "-1s", "NaN", "10", "", "99999999999999999999h"} {
+		_, err := ParseDuration(in, 0, MaxVirtual)
+		require.Error(t, err, in)
+	}
+	v, err = ParseSeconds("2.5", 0, MaxVirtual)
+	require.NoError(t, err)
+	require.Equal(t, 2500*Millisecond, v)
+	for _, in := range []string{"1e10", "1e9", "3600.001", "-0.1", "NaN", "Inf", "1e400"} {
+		_, err := ParseSeconds(in, 0, MaxVirtual)
+		require.Error(t, err, in)
+	}
+}
+
+func TestParseFraction(t *testing.T) {
+	for in, want := range map[string]float64{"0.5%": 0.005, "0.005": 0.005, "0": 0, "99%": 0.99} {
+		got, err := ParseFraction(in)
+		require.NoError(t, err, in)
+		require.InDelta(t, want, got, 1e-15, in)
+	}
+	for _, in := range []string{"NaN", "NaN%", "1", "100%", "-0.1", "Inf", "1e-400x", ""} {
+		_, err := ParseFraction(in)
+		require.Error(t, err, in)
+	}
+	v, err := ParseProbability("100%", true)
+	require.NoError(t, err)
+	require.Equal(t, 1.0, v)
+}
+
+func TestParseIntFloat(t *testing.T) {
+	v, err := ParseInt("12", 0, 12)
+	require.NoError(t, err)
+	require.Equal(t, int64(12), v)
+	for _, in := range []string{"13", "-1", "1.0", "9223372036854775808", ""} {
+		_, err := ParseInt(in, 0, 12)
+		require.Error(t, err, in)
+	}
+	_, err = ParseFloat("NaN", math.Inf(-1), math.Inf(1))
+	require.Error(t, err)
+	f, err := ParseFloat("0.25", 0, 1)
+	require.NoError(t, err)
+	require.Equal(t, 0.25, f)
+}
+
+// FuzzParse checks that no input makes a parser panic, and that whatever
+// a parser accepts lies within its bounds.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"50Mbit", "1MiB", "40ms", "0.5%", "NaN", "1e400", "-0", "2562047h", "0x1p3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if r, err := ParseRate(s); err == nil && (r < MinRate || r > MaxRate) {
+			t.Fatalf("ParseRate(%q) = %d outside its bounds", s, r)
+		}
+		if b, err := ParseBytes(s, BinaryBytes, 0, MaxBytes); err == nil && (b < 0 || b > MaxBytes) {
+			t.Fatalf("ParseBytes(%q) = %d outside its bounds", s, b)
+		}
+		if d, err := ParseDuration(s, 0, MaxVirtual); err == nil && (d < 0 || d > MaxVirtual) {
+			t.Fatalf("ParseDuration(%q) = %v outside its bounds", s, d)
+		}
+		if d, err := ParseSeconds(s, 0, MaxVirtual); err == nil && (d < 0 || d > MaxVirtual) {
+			t.Fatalf("ParseSeconds(%q) = %v outside its bounds", s, d)
+		}
+		if p, err := ParseFraction(s); err == nil && !(p >= 0 && p < 1) {
+			t.Fatalf("ParseFraction(%q) = %v outside [0, 1)", s, p)
+		}
+	})
+}
