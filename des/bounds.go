@@ -19,9 +19,10 @@ import (
 // The bounds.
 const (
 	// MinRate and MaxRate bound a link or shaper rate in bit/s: below
-	// 1 kbit/s one full-size packet takes 12 s to serialise; 10 Tbit/s is
-	// far beyond any access link.
-	MinRate int64 = 1_000
+	// 8 kbit/s Shadow's bucket, refilled every millisecond, would gain
+	// less than a byte per refill (and a full-size packet takes 1.5 s to
+	// serialise); 10 Tbit/s is far beyond any access link.
+	MinRate int64 = 8_000
 	MaxRate int64 = 10_000_000_000_000
 
 	// MaxVirtual bounds every virtual duration an input asks for (an
@@ -171,6 +172,9 @@ func FormatBytes(b int64) string {
 		if b >= u.f && b%u.f == 0 {
 			return fmt.Sprintf("%d %s", b/u.f, u.name)
 		}
+	}
+	if b == 1 {
+		return "1 byte"
 	}
 	return fmt.Sprintf("%d bytes", b)
 }
