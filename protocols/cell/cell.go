@@ -117,6 +117,9 @@ type Config struct {
 	routers int
 	// bMute lists variant B nodes that never answer a claim (tests).
 	bMute []int
+	// onHosts, when set, is called with the hosts once all are built
+	// (tests).
+	onHosts func([]host.Host)
 }
 
 const (
@@ -229,6 +232,9 @@ func (c *Config) usesQdisc(sub string) bool {
 }
 
 func (c *Config) validate() error {
+	if err := c.checkBounds(); err != nil {
+		return err
+	}
 	arm, err := arms.LookupArm(c.Arm)
 	if err != nil {
 		return err
@@ -287,7 +293,7 @@ func (c *Config) logf(format string, a ...any) {
 // ended when it returns.
 func Run(cfg Config) (*Record, error) {
 	cfg.Defaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
 	key := cfg.Key() // before Run adapts anything for the arm
@@ -489,6 +495,9 @@ func Run(cfg Config) (*Record, error) {
 			return nil, fmt.Errorf("cell: %w", err)
 		}
 		hosts = append(hosts, h)
+	}
+	if cfg.onHosts != nil {
+		cfg.onHosts(hosts)
 	}
 	// Gossipsub on every host: before the dial (router-start=before-dial,
 	// as a node program that starts its router and then connects; identify

@@ -10,6 +10,7 @@ import (
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/phase"
 )
@@ -76,14 +77,18 @@ func (g Gossip) Knobs() map[string]string {
 	}
 }
 
+// maxGossipCount bounds the integer gossip knobs (peers to gossip to,
+// heartbeats of history, retransmissions).
+const maxGossipCount = 10_000
+
 // Set overrides one of the knobs the study leaves open by name.
 func (g *Gossip) Set(name, value string) error {
 	atoi := func() (int, error) {
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("gossip knob %s=%q: want a non-negative integer", name, value)
+		n, err := des.ParseInt(value, 0, maxGossipCount)
+		if err != nil {
+			return 0, fmt.Errorf("gossip knob %s=%w", name, err)
 		}
-		return n, nil
+		return int(n), nil
 	}
 	var err error
 	switch name {
@@ -94,9 +99,11 @@ func (g *Gossip) Set(name, value string) error {
 	case "gossip-retransmission":
 		g.GossipRetransmission, err = atoi()
 	case "gossip-factor":
-		g.GossipFactor, err = strconv.ParseFloat(value, 64)
-		if err != nil || g.GossipFactor < 0 || g.GossipFactor > 1 {
-			err = fmt.Errorf("gossip knob gossip-factor=%q: want a fraction in [0, 1]", value)
+		var f float64
+		if f, err = des.ParseProbability(value, true); err != nil {
+			err = fmt.Errorf("gossip knob gossip-factor: %w", err)
+		} else {
+			g.GossipFactor = f
 		}
 	case "flood-publish":
 		g.FloodPublish, err = strconv.ParseBool(value)

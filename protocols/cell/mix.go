@@ -2,6 +2,7 @@ package cell
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -70,17 +71,9 @@ func AssignQdiscs(assign string, n int, seed uint64) ([]string, error) {
 }
 
 func parseShare(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	v, err := des.ParseProbability(s, true)
 	if err != nil {
-		return 0, fmt.Errorf("share %q: want a percentage (30%%) or a fraction (0.3)", s)
-	}
-	if pct {
-		v /= 100
-	}
-	if v < 0 || v > 1 {
-		return 0, fmt.Errorf("share %q: must be within 0 and 100%%", s)
+		return 0, fmt.Errorf("share: %w", err)
 	}
 	return v, nil
 }
@@ -109,6 +102,9 @@ func ReadNodeQdiscs(r io.Reader) (*NodeQdiscs, error) {
 	var nq NodeQdiscs
 	if err := dec.Decode(&nq); err != nil {
 		return nil, fmt.Errorf("queue assignment file: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("queue assignment file: trailing data after the JSON object")
 	}
 	return &nq, nil
 }

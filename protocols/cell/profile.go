@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/transports/tcp"
 )
@@ -275,18 +275,26 @@ func legacyKnob(name, help string, f func(*Profile) *string, old, cur string) kn
 		}}
 }
 
-func intKnob(name, help string, f func(*Profile) *int) knob {
+// intKnob is an integer knob within [0, hi].
+func intKnob(name, help string, hi int64, f func(*Profile) *int) knob {
 	return knob{name, help,
 		func(p *Profile) string { return strconv.Itoa(*f(p)) },
 		func(p *Profile, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("knob %s=%q: want a non-negative integer", name, v)
+			n, err := des.ParseInt(v, 0, hi)
+			if err != nil {
+				return fmt.Errorf("knob %s=%w", name, err)
 			}
-			*f(p) = n
+			*f(p) = int(n)
 			return nil
 		}}
 }
+
+// Bounds of the integer knobs: a receive buffer's datagram slots, and
+// socket buffer requests (an int in the socket API).
+const (
+	maxRecvSlots = 1 << 20
+	maxSockBuf   = 1<<31 - 1
+)
 
 // tcpSwitch is an on/off knob over a field of the tcp preset: f is the
 // profile's override ("" keeps the preset's), inEffect reads the value the
@@ -315,16 +323,16 @@ var knobs = []knob{
 	{"host-rate", "line rate of the host queue stage, bit/s",
 		func(p *Profile) string { return strconv.FormatInt(p.HostRate, 10) },
 		func(p *Profile, v string) error {
-			r, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || r <= 0 {
-				return fmt.Errorf("knob host-rate=%q: want a positive bit/s integer such as 1000000000", v)
+			r, err := des.ParseRate(v)
+			if err != nil {
+				return fmt.Errorf("knob host-rate: %w", err)
 			}
 			p.HostRate = r
 			return nil
 		}},
 	stringKnob("shaper", "serial (one-MTU burst) or shadow (1 ms refill)", func(p *Profile) *string { return &p.Shaper }, "serial", "shadow"),
 	stringKnob("send-mode", "never-block or block on a full send buffer", func(p *Profile) *string { return &p.SendMode }, "never-block", "block"),
-	intKnob("recv-slots", "datagrams a receive buffer holds (0: bytes only)", func(p *Profile) *int { return &p.RecvSlots }),
+	intKnob("recv-slots", "datagrams a receive buffer holds (0: bytes only)", maxRecvSlots, func(p *Profile) *int { return &p.RecvSlots }),
 	{"recv-block", "a full receive buffer blocks the downlink (true) or drops (false)",
 		func(p *Profile) string { return strconv.FormatBool(p.RecvBlock) },
 		func(p *Profile, v string) error {
@@ -335,17 +343,17 @@ var knobs = []knob{
 			p.RecvBlock = b
 			return nil
 		}},
-	intKnob("sockbuf-max", "cap on socket buffer requests before doubling (0: none)", func(p *Profile) *int { return &p.SockBufMax }),
-	intKnob("sndbuf-max", "cap on UDP send buffer requests alone before doubling, below sockbuf-max (0: none; 32768 stores section 5's 64 KB)", func(p *Profile) *int { return &p.SndBufMax }),
+	intKnob("sockbuf-max", "cap on socket buffer requests before doubling (0: none)", maxSockBuf, func(p *Profile) *int { return &p.SockBufMax }),
+	intKnob("sndbuf-max", "cap on UDP send buffer requests alone before doubling, below sockbuf-max (0: none; 32768 stores section 5's 64 KB)", maxSockBuf, func(p *Profile) *int { return &p.SndBufMax }),
 	stringKnob("mesh-wait", "stable (wait for every mesh within [Dlo, Dhi]) or fixed", func(p *Profile) *string { return &p.MeshWait }, "stable", "fixed"),
 	{"settle", "seconds from subscribing to publishing (or to the first mesh check)",
 		func(p *Profile) string { return strconv.FormatFloat(p.Settle, 'g', -1, 64) },
 		func(p *Profile, v string) error {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 {
-				return fmt.Errorf("knob settle=%q: want non-negative seconds", v)
+			d, err := des.ParseSeconds(v, 0, des.MaxVirtual)
+			if err != nil {
+				return fmt.Errorf("knob settle: %w", err)
 			}
-			p.Settle = f
+			p.Settle = d.Seconds()
 			return nil
 		}},
 	legacyKnob("router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (uplink's default before session 10)", func(p *Profile) *string { return &p.RouterStart }, RouterAfterDial, RouterBeforeDial),
@@ -358,11 +366,11 @@ var knobs = []knob{
 				p.FirstHeartbeat = ""
 				return nil
 			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return fmt.Errorf("knob first-heartbeat=%q: want a non-negative duration such as 50ms, or empty", v)
+			d, err := des.ParseDuration(v, 0, des.MaxVirtual)
+			if err != nil {
+				return fmt.Errorf("knob first-heartbeat: %w, or empty", err)
 			}
-			p.FirstHeartbeat = d.String()
+			p.FirstHeartbeat = d.Duration().String()
 			return nil
 		}},
 	stringKnob("tcp", "TCP model preset of --transport tcp: linux (CUBIC, paced) or shadow (Shadow's Reno, unpaced)", func(p *Profile) *string { return &p.TCP }, tcpPresets...),

@@ -1,0 +1,72 @@
+package cell
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/des"
+)
+
+// smallConfig is a valid 12-node cell of the harness profile.
+func smallConfig(t *testing.T) Config {
+	t.Helper()
+	p, err := LookupProfile("harness")
+	require.NoError(t, err)
+	return Config{N: 12, Degree: 4, Payload: 64 << 10, Seed: 7, Profile: p}
+}
+
+// TestCheck: Check refuses, before any host is built, every setting Run
+// would refuse later or silently ignore, each with its reason.
+func TestCheck(t *testing.T) {
+	require.NoError(t, smallConfig(t).Check())
+	cases := []struct {
+		name string
+		edit func(c *Config)
+		want string
+	}{
+		{"transport", func(c *Config) { c.Transport = "sctp" }, `transport "sctp"`},
+		{"tcp knob on quic", func(c *Config) { c.Profile.CC = "newreno" }, "knob [cc=newreno] applies to --transport tcp"},
+		{"tcp preset on quic", func(c *Config) { c.Profile.TCP = "shadow" }, "knob [tcp=shadow]"},
+		{"withheld unit", func(c *Config) { c.Arm, c.Withhold = "atuned", []int{99} }, "withheld unit 99"},
+		{"B withheld", func(c *Config) { c.Arm, c.Withhold = "bfixed", []int{0} }, "withholding parts of variant B"},
+		{"B payload warm-up", func(c *Config) { c.Arm, c.Warmup = "bfixed", Warmup{Kind: "payload"} }, "a payload warm-up needs"},
+		{"node outside", func(c *Config) {
+			c.Qdiscs = &NodeQdiscs{Uplink: &QdiscMap{Default: "fifo", Nodes: map[string]string{"12": "pie"}}}
+		}, `node "12" is not an index in [0, 12)`},
+		{"node spec", func(c *Config) {
+			c.Qdiscs = &NodeQdiscs{Downlink: &QdiscMap{Default: "fifo", Nodes: map[string]string{"3": "wred"}}}
+		}, `downlink-qdisc: queues: spec "wred"`},
+		{"host qdisc", func(c *Config) { c.Profile.HostQdisc = "pie:target=x" }, "host-qdisc"},
+		{"window", func(c *Config) { c.Window = des.MaxVirtual + 1 }, "each at most 1h0m0s"},
+		{"settle NaN", func(c *Config) { c.Profile.Settle = math.NaN() }, "knob settle=NaN"},
+		{"settle", func(c *Config) { c.Profile.Settle = 1e10 }, "knob settle=1e+10: want 0 to 3600 seconds"},
+		{"nodes", func(c *Config) { c.N = des.MaxNodes + 1 }, "100001 nodes: at most 100000"},
+		{"payload", func(c *Config) { c.Payload = MaxPayload + 1 }, "at most 1 GiB"},
+		{"background", func(c *Config) { c.Background = Background{Size: 100, Interval: des.Microsecond} }, "an interval from 1ms"},
+		{"degree", func(c *Config) { c.Degree = 12 }, "topology"},
+		{"recv slots", func(c *Config) { c.Profile.RecvSlots = -1 }, "knob recv-slots=-1"},
+	}
+	for _, c := range cases {
+		cfg := smallConfig(t)
+		c.edit(&cfg)
+		require.ErrorContains(t, cfg.Check(), c.want, c.name)
+	}
+}
+
+// TestEstimateMemory: the estimate is within 25 % of the peak RSS
+// measured for whole-message cells at degree 70 (BENCHMARKS.md: 100, 250
+// and 500 nodes, 2.32, 5.73 and 13.13 GiB), and within 5 % at 500.
+func TestEstimateMemory(t *testing.T) {
+	for _, m := range []struct {
+		n   int
+		gib float64
+	}{{100, 2.32}, {250, 5.73}, {500, 13.13}} {
+		c := Config{N: m.n, Degree: 70, Payload: 1 << 20}
+		got := float64(c.EstimateMemory()) / (1 << 30)
+		require.InEpsilon(t, m.gib, got, 0.25, "%d nodes: estimate %.2f GiB, measured %.2f", m.n, got, m.gib)
+	}
+	c := Config{N: 500, Degree: 70, Payload: 1 << 20}
+	require.InEpsilon(t, 13.13, float64(c.EstimateMemory())/(1<<30), 0.05)
+}
