@@ -55,24 +55,26 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := bulk.Config{Transport: *transport, Seed: *seed}
 	var err error
-	if cfg.Rate, err = parseRate(*rateS); err != nil {
-		return usageError{fmt.Errorf("--rate: %w", err)}
+	if cfg.Rate, err = flagRate("rate", *rateS); err != nil {
+		return err
 	}
-	if cfg.RTT, err = parseDuration(*rttS); err != nil {
-		return usageError{fmt.Errorf("--rtt: %w", err)}
+	if cfg.RTT, err = flagDuration("rtt", *rttS, 0, 2*des.MaxLatency); err != nil {
+		return err
 	}
-	if cfg.Loss, err = parseFraction(*lossS); err != nil {
-		return usageError{fmt.Errorf("--loss: %w", err)}
-	}
-	if cfg.Duration, err = parseDuration(*durS); err != nil {
-		return usageError{fmt.Errorf("--duration: %w", err)}
+	if cfg.Loss, err = flagFraction("loss", *lossS); err != nil {
+		return err
 	}
 	if *sizeS != "" {
-		if cfg.Bytes, err = parseSize(*sizeS); err != nil || cfg.Bytes <= 0 {
-			return usageError{fmt.Errorf("--bytes: want a positive size such as 16MiB")}
+		if cfg.Bytes, err = flagSize("bytes", *sizeS, 1, des.MaxBytes); err != nil {
+			return err
 		}
-	} else if cfg.Duration <= 0 {
-		return usageError{errors.New("--duration must be positive (or give --bytes)")}
+		// At the link rate alone the transfer takes bytes·8/rate: bound it
+		// as a run's virtual length is bounded.
+		if least := float64(cfg.Bytes) * 8 / float64(cfg.Rate); least > des.MaxVirtual.Seconds() {
+			return usageError{fmt.Errorf("--bytes %s at --rate %s takes at least %.0f s of virtual time; at most %v (send fewer bytes or raise the rate)", *sizeS, *rateS, least, des.MaxVirtual)}
+		}
+	} else if cfg.Duration, err = flagDuration("duration", *durS, 1, des.MaxVirtual); err != nil {
+		return err
 	}
 	for _, kv := range *qdiscs {
 		dir, spec, ok := strings.Cut(kv, "=")
@@ -93,8 +95,8 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 			return usageError{fmt.Errorf("--qdisc %q: unknown direction %q; valid: up, down, host", kv, dir)}
 		}
 	}
-	if cfg.HostRate, err = parseRate(*hostRateS); err != nil || cfg.HostRate <= 0 {
-		return usageError{fmt.Errorf("--host-rate %q: want a positive rate such as 10Gbit", *hostRateS)}
+	if cfg.HostRate, err = flagRate("host-rate", *hostRateS); err != nil {
+		return err
 	}
 	if *flows < 1 || *flows > 255 {
 		return usageError{fmt.Errorf("--flows %d: want 1 to 255", *flows)}
@@ -119,8 +121,8 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("--transport %q: valid transports are: quic, tcp", *transport)}
 	}
-	if *procs < 1 {
-		return usageError{fmt.Errorf("--gomaxprocs %d: must be at least 1", *procs)}
+	if err := flagCount("gomaxprocs", *procs, 1, maxProcs); err != nil {
+		return err
 	}
 	if *block {
 		cfg.SendMode = netmodel.BlockWhenFull

@@ -149,7 +149,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bulk", "--transport", "sctp"}, "valid transports"},
 		{[]string{"bulk", "--bytes", "-5"}, "--bytes"},
 		{[]string{"frobnicate"}, "unknown command"},
-		{[]string{"run", "--nodes", "5", "--degree", "5"}, "--nodes 5 --degree 5"},
+		{[]string{"run", "--nodes", "5", "--degree", "5"}, "--degree: \"5\": want a whole number from 1 to 4"},
+		{[]string{"run", "--nodes", "5", "--degree", "3"}, "--nodes 5 --degree 3"},
 		{[]string{"run", "--profile", "ns3"}, "unknown profile"},
 		{[]string{"run", "--knob", "shaper=token"}, "valid values"},
 		{[]string{"run", "--seeds", "9-3"}, "--seeds"},
@@ -160,11 +161,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"validate", "--table", "appendix_d_home", "--setup-quantum", "-1ms"}, "--setup-quantum -1ms"},
 		{[]string{"run", "--arm", "dtuned"}, "unknown arm"},
 		{[]string{"run", "--warmup", "hot"}, "--warmup"},
-		{[]string{"run", "--warmup", "streams:0"}, "positive size"},
-		{[]string{"run", "--warmup", "streams-seq:x"}, "streams-seq:SIZE"},
+		{[]string{"run", "--warmup", "streams:0"}, "--warmup: size \"0\": want 1 byte to 1 GiB"},
+		{[]string{"run", "--warmup", "streams-seq:x"}, "--warmup: size \"x\""},
 		{[]string{"run", "--drain-gap", "1s"}, "needs --warmup"},
 		{[]string{"run", "--background", "64KiB"}, "SIZE@INTERVAL"},
-		{[]string{"run", "--background", "64KiB@0s"}, "positive duration"},
+		{[]string{"run", "--background", "64KiB@0s"}, "--background: duration \"0s\": want 1ms to 1h0m0s"},
 		{[]string{"validate"}, "give --table"},
 		{[]string{"validate", "--study", "nope"}, "unknown study"},
 		{[]string{"validate", "--study", "pie", "--table", "appendix_d_home"}, "give --table"},
@@ -206,20 +207,20 @@ func checkUsageErrors(t *testing.T, cases []usageCase) {
 func TestParseUnits(t *testing.T) {
 	rates := map[string]int64{"50Mbit": 50e6, "1Gbit": 1e9, "100kbit": 1e5, "2000000": 2e6, "1.5Gbps": 15e8}
 	for s, want := range rates {
-		if got, err := parseRate(s); err != nil || got != want {
-			t.Errorf("parseRate(%q) = %d, %v; want %d", s, got, err, want)
+		if got, err := flagRate("rate", s); err != nil || got != want {
+			t.Errorf("flagRate(%q) = %d, %v; want %d", s, got, err, want)
 		}
 	}
 	fr := map[string]float64{"0.5%": 0.005, "0.25%": 0.0025, "0.01": 0.01, "0": 0}
 	for s, want := range fr {
-		if got, err := parseFraction(s); err != nil || got != want {
-			t.Errorf("parseFraction(%q) = %g, %v; want %g", s, got, err, want)
+		if got, err := flagFraction("loss", s); err != nil || got != want {
+			t.Errorf("flagFraction(%q) = %g, %v; want %g", s, got, err, want)
 		}
 	}
 	sizes := map[string]int64{"1MiB": 1 << 20, "16MiB": 16 << 20, "512KiB": 512 << 10, "1MB": 1e6, "1000": 1000}
 	for s, want := range sizes {
-		if got, err := parseSize(s); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", s, got, err, want)
+		if got, err := flagSize("bytes", s, 1, 1<<40); err != nil || got != want {
+			t.Errorf("flagSize(%q) = %d, %v; want %d", s, got, err, want)
 		}
 	}
 }

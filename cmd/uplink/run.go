@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,7 +19,6 @@ import (
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
-	"github.com/uplinksim/uplink/queues"
 )
 
 // cmdRun runs cells: every (profile, seed) pair in its own child process
@@ -59,6 +56,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
+	memS := fs.String("mem", "", memHelp)
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) its heap at the end of the delivery, and the heap at the delivery's largest live heap (polled every 0.5 s of wall time) into this folder")
 	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) streams:SIZE (SIZE each way over a dummy stream on every connection, all at once; the report's warm cells used 320KiB) or streams-seq:SIZE (the same, each node's connections in turn)")
 	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
@@ -102,28 +100,34 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--seeds: %w", err)}
 	}
-	payload, err := parseSize(*payloadS)
-	if err != nil || payload < 1 || payload > 1<<30 {
-		return usageError{fmt.Errorf("--payload %q: want a size from 1 byte to 1 GiB, such as 1MiB", *payloadS)}
+	if err := flagCount("nodes", *nodes, 2, des.MaxNodes); err != nil && *topo == "" {
+		return err
 	}
-	window, err := parseDuration(*windowS)
-	if err != nil || window <= 0 {
-		return usageError{fmt.Errorf("--window %q: want a positive duration such as 8s", *windowS)}
+	if err := flagCount("degree", *degree, 1, max(*nodes-1, 1)); err != nil && *topo == "" {
+		return err
 	}
-	deadline, err := parseDuration(*deadlineS)
-	if err != nil || deadline <= 0 {
-		return usageError{fmt.Errorf("--deadline %q: want a positive duration such as 3s", *deadlineS)}
+	payload, err := flagSize("payload", *payloadS, 1, maxPayload)
+	if err != nil {
+		return err
 	}
-	if *jobs < 1 {
-		return usageError{fmt.Errorf("--jobs %d: must be at least 1", *jobs)}
+	window, err := flagDuration("window", *windowS, 1, des.MaxVirtual)
+	if err != nil {
+		return err
+	}
+	deadline, err := flagDuration("deadline", *deadlineS, 1, des.MaxVirtual)
+	if err != nil {
+		return err
+	}
+	if err := flagCount("jobs", *jobs, 1, maxJobs); err != nil {
+		return err
 	}
 	warmup, err := parseWarmup(*warmupS, *drainGapS)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	background, err := parseBackground(*backgroundS, *bgLeadS)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	var armList []arms.Arm
 	for _, name := range strings.Split(*armsS, ",") {
@@ -175,7 +179,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		base.Topology = d
 	} else {
-		// Check the topology parameters here, with the flag names.
+		// Check the topology parameters here, with the flag names, once
+		// a cell of this size is known to fit.
+		if err := checkMemory([]cell.Config{base}, 1, *memS); err != nil {
+			return err
+		}
 		if _, err := netmodel.NewDraw(*nodes, *degree, seeds[0], *latency, *netS); err != nil {
 			return usageError{fmt.Errorf("--nodes %d --degree %d --net %s --latency %s: %w", *nodes, *degree, *netS, *latency, err)}
 		}
@@ -213,21 +221,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if err := p.SetKnobs(overrides); err != nil {
 			return usageError{fmt.Errorf("--knob: %w", err)}
 		}
-		// Check the queue assignments here, before any cell starts.
-		for _, a := range []struct{ knob, assign string }{{"uplink-qdisc", p.UpQdisc}, {"downlink-qdisc", p.DownQdisc}, {"host-qdisc", p.HostQdisc}} {
-			if a.assign == "" {
-				continue
-			}
-			specs, err := cell.AssignQdiscs(a.assign, max(*nodes, 2), seeds[0])
-			if err != nil {
-				return usageError{fmt.Errorf("--%s: %w", a.knob, err)}
-			}
-			for _, spec := range specs {
-				if _, err := queues.New(spec, rand.New(rand.NewPCG(1, 1))); err != nil {
-					return usageError{fmt.Errorf("--%s: %w", a.knob, err)}
-				}
-			}
-		}
 		for _, a := range armList {
 			for _, s := range seeds {
 				c := base
@@ -236,17 +229,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if *setupProcs < 1 {
-		return usageError{fmt.Errorf("--setup-procs %d: must be at least 1", *setupProcs)}
+	if err := flagCount("setup-procs", *setupProcs, 1, maxProcs); err != nil {
+		return err
 	}
 	if err := checkSetupQuantum(*setupQuantum); err != nil {
 		return err
 	}
 	for i := range jobsList {
 		jobsList[i].SetupProcs = *setupProcs
-	}
-	if *procs < 1 {
-		return usageError{fmt.Errorf("--gomaxprocs %d: must be at least 1", *procs)}
 	}
 	if *profDir != "" {
 		if err := os.MkdirAll(*profDir, 0o755); err != nil {
@@ -255,6 +245,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	env, err := cellEnv(*procs, *gogc, *memLimit)
 	if err != nil {
+		return err
+	}
+	if err := checkCells(jobsList, *jobs, *memS); err != nil {
 		return err
 	}
 	recs, err := runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir}, stderr)
@@ -282,11 +275,14 @@ func cellEnv(procs, gogc int, memLimit string) ([]string, error) {
 	if err := checkGOGC(gogc); err != nil {
 		return nil, err
 	}
+	if err := flagCount("gomaxprocs", procs, 1, maxProcs); err != nil {
+		return nil, err
+	}
 	env := append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs), fmt.Sprintf("GOGC=%d", gogc))
 	if memLimit != "" {
-		b, err := parseSize(memLimit)
-		if err != nil || b < 64<<20 {
-			return nil, usageError{fmt.Errorf("--memlimit %q: want a size of at least 64MiB, such as 7GiB", memLimit)}
+		b, err := flagSize("memlimit", memLimit, 64<<20, des.MaxBytes)
+		if err != nil {
+			return nil, err
 		}
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", b))
 	}
@@ -296,33 +292,10 @@ func cellEnv(procs, gogc int, memLimit string) ([]string, error) {
 // checkGOGC refuses a --gogc the collector would read as off (negative)
 // or as collecting without pause (0).
 func checkGOGC(gogc int) error {
-	if gogc < 1 {
-		return usageError{fmt.Errorf("--gogc %d: want a percentage of at least 1, such as 100 or 400 (Go reads a negative GOGC as the collector off)", gogc)}
+	if gogc < 1 || gogc > maxGOGC {
+		return usageError{fmt.Errorf("--gogc %d: want a percentage from 1 to 1000000, such as 100 or 400 (Go reads a negative GOGC as the collector off)", gogc)}
 	}
 	return nil
-}
-
-// parseSeeds reads "7", "7-16" or "7,9,11".
-func parseSeeds(s string) ([]uint64, error) {
-	var out []uint64
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.ParseUint(lo, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: want seeds such as 7, 7-16 or 7,9,11", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a || b-a > 10000 {
-				return nil, fmt.Errorf("%q: a range must read lo-hi with lo <= hi", part)
-			}
-		}
-		for x := a; x <= b; x++ {
-			out = append(out, x)
-		}
-	}
-	return out, nil
 }
 
 func fmtS(v *float64) string {
@@ -405,27 +378,27 @@ func printTable(w io.Writer, recs []*cell.Record) {
 // parseWarmup reads --warmup (payload, streams:SIZE or streams-seq:SIZE)
 // and --drain-gap.
 func parseWarmup(s, gapS string) (cell.Warmup, error) {
-	gap, err := parseDuration(gapS)
+	gap, err := flagDuration("drain-gap", gapS, 0, des.MaxVirtual)
 	if err != nil {
-		return cell.Warmup{}, fmt.Errorf("--drain-gap: %w", err)
+		return cell.Warmup{}, err
 	}
 	kind, size, hasSize := strings.Cut(s, ":")
 	switch {
 	case s == "":
 		if gap != 0 {
-			return cell.Warmup{}, fmt.Errorf("--drain-gap %s needs --warmup", gapS)
+			return cell.Warmup{}, usageError{fmt.Errorf("--drain-gap %s needs --warmup", gapS)}
 		}
 		return cell.Warmup{}, nil
 	case kind == "payload" && !hasSize:
 		return cell.Warmup{Kind: "payload", Gap: gap}, nil
 	case kind == "streams" || kind == "streams-seq":
-		n, err := parseSize(size)
-		if err != nil || n < 1 {
-			return cell.Warmup{}, fmt.Errorf("--warmup %q: want %s:SIZE with a positive size, such as %s:320KiB", s, kind, kind)
+		n, err := flagSize("warmup", size, 1, maxPayload)
+		if err != nil {
+			return cell.Warmup{}, err
 		}
 		return cell.Warmup{Kind: kind, Stream: int(n), Gap: gap}, nil
 	}
-	return cell.Warmup{}, fmt.Errorf("--warmup %q: want payload, streams:SIZE or streams-seq:SIZE", s)
+	return cell.Warmup{}, usageError{fmt.Errorf("--warmup %q: want payload, streams:SIZE or streams-seq:SIZE", s)}
 }
 
 // parseBackground reads --background (SIZE@INTERVAL) and --background-lead.
@@ -434,17 +407,20 @@ func parseBackground(s, leadS string) (cell.Background, error) {
 		return cell.Background{}, nil
 	}
 	size, every, ok := strings.Cut(s, "@")
-	n, err := parseSize(size)
-	if !ok || err != nil || n < 1 {
-		return cell.Background{}, fmt.Errorf("--background %q: want SIZE@INTERVAL, such as 64KiB@100ms", s)
+	if !ok {
+		return cell.Background{}, usageError{fmt.Errorf("--background %q: want SIZE@INTERVAL, such as 64KiB@100ms", s)}
 	}
-	d, err := parseDuration(every)
-	if err != nil || d <= 0 {
-		return cell.Background{}, fmt.Errorf("--background %q: the interval must be a positive duration, such as 100ms", s)
-	}
-	lead, err := parseDuration(leadS)
+	n, err := flagSize("background", size, 1, maxPayload)
 	if err != nil {
-		return cell.Background{}, fmt.Errorf("--background-lead: %w", err)
+		return cell.Background{}, err
+	}
+	d, err := flagDuration("background", every, minInterval, des.MaxVirtual)
+	if err != nil {
+		return cell.Background{}, err
+	}
+	lead, err := flagDuration("background-lead", leadS, 0, des.MaxVirtual)
+	if err != nil {
+		return cell.Background{}, err
 	}
 	return cell.Background{Size: int(n), Interval: d, Lead: lead}, nil
 }

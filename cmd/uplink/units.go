@@ -4,77 +4,107 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/uplinksim/uplink/des"
 )
 
-// parseRate reads a rate in bit/s: a plain number, or a number with a
-// decimal suffix kbit, Mbit, Gbit (also kbps, Mbps, Gbps). Rates are
-// decimal, as in the study (50 Mbit/s = 50 000 000 bit/s).
-func parseRate(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	lower := strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(t, "/s"), "ps"))
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		m      float64
-	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3}} {
-		if strings.HasSuffix(lower, u.suffix) {
-			lower, mult = strings.TrimSuffix(lower, u.suffix), u.m
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(lower), 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("rate %q: want a number of bit/s such as 50Mbit, 1Gbit or 2000000", s)
-	}
-	return int64(v * mult), nil
+// The readers of numeric flags. Each reads one flag's value with the
+// bounds of des/bounds.go (the one place every number is checked) and
+// returns a usage error that names the flag, the value and what is
+// allowed.
+
+// Bounds of the command line's own numbers.
+const (
+	maxPayload  = 1 << 30 // --payload, --warmup streams:SIZE, --background SIZE
+	maxJobs     = 256     // --jobs
+	maxProcs    = 1024    // --gomaxprocs, --setup-procs
+	maxGOGC     = 1_000_000
+	maxSeeds    = 10_000 // seeds in one --seeds
+	minInterval = des.Millisecond
+)
+
+// flagErr wraps err as a usage error of flag.
+func flagErr(flag string, err error) error {
+	return usageError{fmt.Errorf("--%s: %w", flag, err)}
 }
 
-// parseFraction reads a probability: "0.5%" or "0.005".
-func parseFraction(s string) (float64, error) {
-	t := strings.TrimSpace(s)
-	pct := strings.HasSuffix(t, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(t, "%"), 64)
+// flagRate reads a rate flag in bit/s (des.ParseRate).
+func flagRate(flag, v string) (int64, error) {
+	r, err := des.ParseRate(v)
 	if err != nil {
-		return 0, fmt.Errorf("fraction %q: want a probability such as 0.5%% or 0.005", s)
+		return 0, flagErr(flag, err)
 	}
-	if pct {
-		v /= 100
-	}
-	if v < 0 || v >= 1 {
-		return 0, fmt.Errorf("fraction %q: must be in [0, 1) (0%% to below 100%%)", s)
-	}
-	return v, nil
+	return r, nil
 }
 
-// parseSize reads a byte count: a plain number or one with a suffix
-// KiB, MiB, GiB (binary) or KB, MB, GB (decimal).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.m
-			break
+// flagSize reads a byte-count flag (KiB, MiB and GiB binary; KB, MB and
+// GB decimal) within [lo, hi].
+func flagSize(flag, v string, lo, hi int64) (int64, error) {
+	b, err := des.ParseBytes(v, des.DecimalBytes, lo, hi)
+	if err != nil {
+		return 0, flagErr(flag, err)
+	}
+	return b, nil
+}
+
+// flagDuration reads a duration flag (a Go duration) within [lo, hi] as
+// virtual time.
+func flagDuration(flag, v string, lo, hi des.Time) (des.Time, error) {
+	d, err := des.ParseDuration(v, lo, hi)
+	if err != nil {
+		return 0, flagErr(flag, err)
+	}
+	return d, nil
+}
+
+// flagFraction reads a probability flag in [0, 1): 0.5% or 0.005.
+func flagFraction(flag, v string) (float64, error) {
+	p, err := des.ParseFraction(v)
+	if err != nil {
+		return 0, flagErr(flag, err)
+	}
+	return p, nil
+}
+
+// flagCount checks an integer flag against [lo, hi].
+func flagCount(flag string, v, lo, hi int) error {
+	if _, err := des.CheckInt(strconv.Itoa(v), int64(v), int64(lo), int64(hi)); err != nil {
+		return flagErr(flag, err)
+	}
+	return nil
+}
+
+// parseSeeds reads "7", "7-16" or "7,9,11": at most maxSeeds seeds, each
+// once.
+func parseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	seen := map[uint64]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want seeds from 0 to %d such as 7, 7-16 or 7,9,11", s, uint64(1<<64-1))
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("%q: a range must read lo-hi with lo <= hi, both from 0 to %d", part, uint64(1<<64-1))
+			}
+		}
+		if b-a >= maxSeeds || len(out)+int(b-a)+1 > maxSeeds {
+			return nil, fmt.Errorf("%q: at most %d seeds at once", s, maxSeeds)
+		}
+		for x := a; ; x++ {
+			if seen[x] {
+				return nil, fmt.Errorf("%q: seed %d is given twice; a seed's cells would run twice under one key", s, x)
+			}
+			seen[x] = true
+			out = append(out, x)
+			if x == b { // not x <= b: b may be the largest uint64
+				break
+			}
 		}
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("size %q: want a byte count such as 1MiB, 512KiB or 1048576", s)
-	}
-	return int64(v * float64(mult)), nil
-}
-
-// parseDuration reads a Go duration (40ms, 1.5s) as virtual time.
-func parseDuration(s string) (des.Time, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("duration %q: want a non-negative duration such as 40ms or 30s", s)
-	}
-	return des.FromDuration(d), nil
+	return out, nil
 }

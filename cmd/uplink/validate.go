@@ -52,6 +52,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB)")
+	memS := fs.String("mem", "", memHelp)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -76,8 +77,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if (*table == "") == (*study == "") {
 		return usageError{fmt.Errorf("validate: give --table (one of: %s) or --study (one of: %s)", strings.Join(validate.Tables(), ", "), strings.Join(validate.StudyNames(), ", "))}
 	}
-	if *jobs < 1 || *procs < 1 || *setupProcs < 1 {
-		return usageError{errors.New("validate: --jobs, --gomaxprocs and --setup-procs must be at least 1")}
+	if err := flagCount("jobs", *jobs, 1, maxJobs); err != nil {
+		return err
+	}
+	if err := flagCount("setup-procs", *setupProcs, 1, maxProcs); err != nil {
+		return err
 	}
 	if err := checkSetupQuantum(*setupQuantum); err != nil {
 		return err
@@ -96,8 +100,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		}
 		o.Seeds = s
 	}
-	if *nodes < 0 || *nodes == 1 {
-		return usageError{fmt.Errorf("--nodes %d: want at least 2 (or 0 for the table's)", *nodes)}
+	if *nodes != 0 {
+		if err := flagCount("nodes", *nodes, 2, des.MaxNodes); err != nil {
+			return usageError{fmt.Errorf("--nodes %d: want 2 to %d, or 0 for the table's", *nodes, des.MaxNodes)}
+		}
 	}
 	if *armsS != "" {
 		o.Arms = splitList(*armsS)
@@ -126,6 +132,14 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// check makes every check of the cells to run before any starts
+	// (also with --dry-run); with --cached-only nothing runs.
+	check := func(todo []cell.Config) error {
+		if *cachedOnly {
+			return nil
+		}
+		return checkCells(todo, *jobs, *memS)
+	}
 	runner := func(cfgs []cell.Config, records map[string]*cell.Record) error {
 		if *cachedOnly {
 			return nil
@@ -136,7 +150,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if *cache == "" {
 			*cache = "study-" + *study + ".jsonl"
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *dryRun, *cache, *reuse, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *dryRun, *cache, *reuse, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -173,9 +187,13 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if plan.Shrunk {
 		fmt.Fprintln(stderr, "note: the cells are shrunk (--nodes or --seeds): the comparison is indicative only")
 	}
+	checkErr := check(todo)
 	if *dryRun {
 		printPlan(stdout, plan, records)
-		return nil
+		return checkErr
+	}
+	if checkErr != nil {
+		return checkErr
 	}
 	runErr := runner(todo, records)
 	printComparison(stdout, plan, records)
@@ -421,7 +439,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache strin
 
 // runStudy runs a study's missing cells and prints its table and reading.
 func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun bool, cache string, reuse []string,
-	run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
+	check func([]cell.Config) error, run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, err := validate.LookupStudy(name)
 	if err != nil {
 		return usageError{err}
@@ -455,6 +473,10 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	}
 	fmt.Fprintf(stderr, "study %s: %s\n%d variants × %d arms, %d runs (%d from %s, %d to run)\n",
 		st.Name, st.Question, len(st.Variants), len(st.Arms), len(seen), len(seen)-len(todo), recordSources(cache, reuse), len(todo))
+	checkErr := check(todo)
+	if checkErr != nil && !dryRun {
+		return checkErr
+	}
 	if dryRun {
 		for i, v := range st.Variants {
 			skip := ""
@@ -463,7 +485,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 			}
 			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v%s)\n", i, v.Label, v.Profile, cmpOr(v.Transport, "quic"), v.Knobs, skip)
 		}
-		return nil
+		return checkErr
 	}
 	runErr := run(todo, records)
 	rows := st.Table(cells, records)

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBadInput: every class of bad input is a usage error (exit 2) with
+// one line naming the flag or knob, the value and what is allowed, made
+// by the parent before any cell starts: values past every bound, NaN and
+// infinities, overflows, duplicates, settings a transport or arm cannot
+// use, bad files, and cells too large for the memory.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	// A valid draw to break: the first seed's draw of a small cell.
+	draw := filepath.Join(dir, "draw.json")
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"run", "--nodes", "6", "--degree", "2", "--export-topology", draw}, &out, &errb), errb.String())
+	drawJSON, err := os.ReadFile(draw)
+	require.NoError(t, err)
+	edit := func(name string, f func(m map[string]any)) string {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(drawJSON, &m))
+		f(m)
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		return file(name, string(b))
+	}
+	farLatency := edit("far.json", func(m map[string]any) {
+		m["latency_ns"].([]any)[0].([]any)[1] = 9.2e18
+	})
+	unknownModel := edit("model.json", func(m map[string]any) { m["model"] = "moon" })
+	unknownNet := edit("net.json", func(m map[string]any) { m["scenario"] = "mars" })
+	slowRate := edit("rate.json", func(m map[string]any) { m["up_bps"].([]any)[0] = 7999 })
+	trailing := file("trailing.json", `{"uplink": {"default": "fq_codel"}} garbage`)
+	badNode := file("badnode.json", `{"uplink": {"default": "fq_codel", "nodes": {"60": "pie"}}}`)
+	badSpec := file("badspec.json", `{"downlink": {"default": "pie:target=NaN"}}`)
+
+	cases := []usageCase{
+		// 1. Inputs that would make a run never end.
+		{[]string{"run", "--seeds", "0-18446744073709551615"}, "--seeds: \"0-18446744073709551615\": at most 10000 seeds"},
+		{[]string{"run", "--seeds", "18446744073709551616"}, "--seeds"},
+		{[]string{"run", "--window", "2562047h"}, "--window: duration \"2562047h\": want 1ns to 1h0m0s"},
+		{[]string{"run", "--window", "1h0m0.001s"}, "--window"},
+		{[]string{"run", "--deadline", "2h"}, "--deadline"},
+		{[]string{"run", "--knob", "mesh-wait=fixed", "--knob", "settle=1e9"}, "knob settle: seconds \"1e9\": want 0 to 3600"},
+		{[]string{"run", "--knob", "settle=3600.5"}, "want 0 to 3600"},
+		{[]string{"run", "--warmup", "payload", "--drain-gap", "61m"}, "--drain-gap"},
+		{[]string{"run", "--background", "64KiB@999us"}, "--background: duration \"999us\": want 1ms to 1h0m0s"},
+		{[]string{"run", "--background", "64KiB@100ms", "--background-lead", "2h"}, "--background-lead"},
+		{[]string{"bulk", "--duration", "2h"}, "--duration: duration \"2h\": want 1ns to 1h0m0s"},
+		{[]string{"bulk", "--bytes", "1TiB", "--rate", "8kbit"}, "at most 1h0m0s"},
+		// 2. Inputs that crashed: a latency near the largest int64, a
+		// dense n×n allocation, a cell that cannot fit.
+		{[]string{"run", "--topology", farLatency}, "latency"},
+		{[]string{"run", "--nodes", "100000", "--degree", "70", "--mem", "20GiB"}, "a cell of 100000 nodes at degree 70 with a 1 MiB payload needs about"},
+		{[]string{"run", "--nodes", "100001"}, "--nodes: \"100001\": want a whole number from 2 to 100000"},
+		{[]string{"run", "--nodes", "500", "--degree", "70", "--jobs", "2", "--mem", "20GiB"}, "--jobs 2: 2 cells at once need about"},
+		{[]string{"validate", "--table", "appendix_d_home", "--jobs", "2", "--mem", "20GiB", "--dry-run"}, "--jobs 2: 2 cells at once"},
+		// 3. Nonsense once accepted.
+		{[]string{"bulk", "--loss", "NaN"}, "--loss: fraction \"NaN\": want a finite decimal number"},
+		{[]string{"bulk", "--loss", "100%"}, "--loss: fraction \"100%\": want 0 to below 1"},
+		{[]string{"bulk", "--rate", "0.5bit"}, "--rate: rate \"0.5bit\": want 8 kbit/s to 10 Tbit/s"},
+		{[]string{"bulk", "--rate", "7999"}, "want 8 kbit/s to 10 Tbit/s"},
+		{[]string{"bulk", "--rate", "10.01Tbit"}, "want 8 kbit/s to 10 Tbit/s"},
+		{[]string{"bulk", "--rate", "Inf"}, "--rate: rate \"Inf\": want a finite decimal number"},
+		{[]string{"bulk", "--host-rate", "NaN"}, "--host-rate"},
+		{[]string{"bulk", "--rtt", "20.001s"}, "--rtt: duration \"20.001s\": want 0s to 20s"},
+		{[]string{"bulk", "--bytes", "0"}, "--bytes: size \"0\": want 1 byte to 1 TiB"},
+		{[]string{"bulk", "--bytes", "1.5"}, "not a whole number of bytes"},
+		{[]string{"bulk", "--flows", "256"}, "--flows 256: want 1 to 255"},
+		{[]string{"bulk", "--gomaxprocs", "1025"}, "--gomaxprocs: \"1025\": want a whole number from 1 to 1024"},
+		{[]string{"bulk", "--qdisc", "up=pie:target=NaN"}, "--qdisc up"},
+		{[]string{"run", "--knob", "settle=1e10"}, "knob settle: seconds \"1e10\": want 0 to 3600"},
+		{[]string{"run", "--knob", "settle=NaN"}, "knob settle: seconds \"NaN\""},
+		{[]string{"run", "--knob", "recv-slots=1048577"}, "knob recv-slots=\"1048577\": want a whole number from 0 to 1048576"},
+		{[]string{"run", "--knob", "host-rate=0"}, "knob host-rate: rate \"0\""},
+		{[]string{"run", "--knob", "first-heartbeat=NaN"}, "knob first-heartbeat"},
+		{[]string{"run", "--gossip", "gossip-factor=NaN"}, "gossip knob gossip-factor: fraction \"NaN\""},
+		{[]string{"run", "--gossip", "Dlazy=10001"}, "gossip knob Dlazy=\"10001\": want a whole number from 0 to 10000"},
+		{[]string{"run", "--uplink-qdisc", "pie@NaN%;fq_codel"}, "share: fraction \"NaN%\""},
+		{[]string{"run", "--payload", "1073741825"}, "--payload: size \"1073741825\": want 1 byte to 1 GiB"},
+		{[]string{"run", "--payload", "NaN"}, "--payload"},
+		{[]string{"run", "--jobs", "257"}, "--jobs: \"257\": want a whole number from 1 to 256"},
+		{[]string{"run", "--setup-procs", "0"}, "--setup-procs"},
+		{[]string{"run", "--gogc", "1000001"}, "--gogc 1000001"},
+		{[]string{"run", "--memlimit", "63MiB"}, "--memlimit: size \"63MiB\": want 64 MiB to 1 TiB"},
+		{[]string{"run", "--mem", "NaN"}, "--mem"},
+		{[]string{"run", "--qdisc-file", trailing}, "trailing data"},
+		{[]string{"run", "--topology", unknownModel}, "moon"},
+		{[]string{"run", "--topology", unknownNet}, "mars"},
+		{[]string{"run", "--topology", slowRate}, "up_bps"},
+		{[]string{"run", "--seeds", "7,7"}, "--seeds: \"7,7\": seed 7 is given twice"},
+		{[]string{"run", "--seeds", "7-9,8"}, "seed 8 is given twice"},
+		{[]string{"run", "--knob", "cc=newreno"}, "knob [cc=newreno] applies to --transport tcp"},
+		{[]string{"run", "--knob", "tcp=shadow", "--profile", "harness"}, "knob [tcp=shadow] applies to --transport tcp"},
+		// 4. Checks a cell made late, now made by the parent.
+		{[]string{"run", "--qdisc-file", badNode}, "node \"60\" is not an index in [0, 60)"},
+		{[]string{"run", "--qdisc-file", badSpec}, "downlink-qdisc"},
+		{[]string{"run", "--transport", "sctp"}, "transport \"sctp\": valid transports are: quic, tcp"},
+		{[]string{"run", "--arm", "bfixed", "--warmup", "payload"}, "a payload warm-up needs an arm that publishes gossip messages"},
+		{[]string{"run", "--arm", "atuned", "--gossip", "flood-publish=true"}, "no flood publish"},
+		{[]string{"run", "--knob", "first-heartbeat=50ms", "--knob", "router-start=after-dial"}, "needs router-start=before-dial"},
+		{[]string{"validate", "--table", "appendix_d_home", "--knob", "uplink-qdisc=nonsense", "--dry-run", "--jobs", "1", "--mem", "1TiB"}, "unknown discipline \"nonsense\""},
+		{[]string{"validate", "--study", "pie", "--knob", "uplink-qdisc=nonsense", "--dry-run", "--nodes", "20", "--seeds", "7"}, "unknown discipline \"nonsense\""},
+		{[]string{"validate", "--table", "appendix_d_home", "--nodes", "100001"}, "--nodes 100001: want 2 to 100000"},
+		{[]string{"validate", "--table", "appendix_d_home", "--seeds", "7,7"}, "seed 7 is given twice"},
+		// 5. Messages that name the flag.
+		{[]string{"run", "--rate", "NaN"}, "unknown flag: --rate"},
+		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want a finite decimal number"},
+	}
+	checkUsageErrors(t, cases)
+	// One line of error, and no cell started.
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		run(c.args, &out, &errb)
+		lines := 0
+		for _, l := range strings.Split(errb.String(), "\n") {
+			if strings.HasPrefix(l, "uplink: ") {
+				lines++
+			}
+		}
+		if lines != 1 || strings.Contains(errb.String(), "hosts in") {
+			t.Errorf("%v: want one error line and no cell started:\n%s", c.args, errb.String())
+		}
+	}
+}
+
+func TestParseSeeds(t *testing.T) {
+	got, err := parseSeeds("18446744073709551614-18446744073709551615")
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1<<64 - 2, 1<<64 - 1}, got)
+	got, err = parseSeeds("7-9, 11")
+	require.NoError(t, err)
+	require.Equal(t, []uint64{7, 8, 9, 11}, got)
+	got, err = parseSeeds("0-9999")
+	require.NoError(t, err)
+	require.Len(t, got, maxSeeds)
+	for _, s := range []string{"0-10000", "9-3", "7,,8", "-1", "x", "7,7", "1-3,2"} {
+		_, err := parseSeeds(s)
+		require.Error(t, err, s)
+	}
+}
+
+// FuzzParseSeeds: no input makes parseSeeds panic or hang, and what it
+// accepts is at most maxSeeds distinct seeds.
+func FuzzParseSeeds(f *testing.F) {
+	for _, s := range []string{"7", "7-16", "7,9,11", "18446744073709551615", "0-18446744073709551615", "7,7"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSeeds(s)
+		if err != nil {
+			return
+		}
+		if len(got) == 0 || len(got) > maxSeeds {
+			t.Fatalf("parseSeeds(%q): %d seeds", s, len(got))
+		}
+		seen := map[uint64]bool{}
+		for _, x := range got {
+			if seen[x] {
+				t.Fatalf("parseSeeds(%q): seed %d twice", s, x)
+			}
+			seen[x] = true
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// memHelp describes --mem (run and validate).
+const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo); a sweep whose --jobs largest cells need more (by cell.EstimateMemory) is refused before it starts"
+
+// checkCells makes, before any cell starts, every check a cell process
+// would make of its configuration, and checks that the jobs largest cells
+// fit in memory at once (memS, or the machine's available memory). Its
+// errors are usage errors naming the cell.
+func checkCells(cfgs []cell.Config, jobs int, memS string) error {
+	// The memory first: checking a cell builds its topology draw.
+	if err := checkMemory(cfgs, jobs, memS); err != nil {
+		return err
+	}
+	for _, c := range cfgs {
+		if err := c.Check(); err != nil {
+			return usageError{fmt.Errorf("cell %s %s seed %d: %w", cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, err)}
+		}
+	}
+	return nil
+}
+
+// checkMemory checks that the jobs largest cells fit in memory at once
+// (memS, or the machine's available memory).
+func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	mem, source, err := memBudget(memS)
+	if err != nil {
+		return err
+	}
+	if mem == 0 {
+		return nil // no figure to check against (not Linux, and no --mem)
+	}
+	est := make([]int64, len(cfgs))
+	for i, c := range cfgs {
+		est[i] = c.EstimateMemory()
+	}
+	slices.Sort(est)
+	slices.Reverse(est)
+	at := min(jobs, len(est))
+	var need int64
+	for _, e := range est[:at] {
+		need += e
+	}
+	if need <= mem {
+		return nil
+	}
+	big := cfgs[0]
+	for _, c := range cfgs {
+		if c.EstimateMemory() > big.EstimateMemory() {
+			big = c
+		}
+	}
+	n, degree := big.N, big.Degree
+	if big.Topology != nil {
+		n, degree = big.Topology.N, big.Topology.Degree
+	}
+	if at == 1 {
+		return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (cell.EstimateMemory); %s is %s: use fewer nodes or a smaller degree, or state the memory with --mem",
+			n, degree, des.FormatBytes(int64(big.Payload)), fmtGiB(need), source, fmtGiB(mem))}
+	}
+	return usageError{fmt.Errorf("--jobs %d: %d cells at once need about %s (the largest, %d nodes at degree %d, about %s); %s is %s: lower --jobs, or state the memory with --mem",
+		jobs, at, fmtGiB(need), n, degree, fmtGiB(est[0]), source, fmtGiB(mem))}
+}
+
+// memBudget is --mem, or else the machine's available memory (0 where
+// /proc/meminfo cannot be read), with words naming where it came from.
+func memBudget(memS string) (int64, string, error) {
+	if memS != "" {
+		b, err := flagSize("mem", memS, 64<<20, des.MaxBytes)
+		return b, "--mem", err
+	}
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, "", nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, "", nil
+			}
+			return kb << 10, "the machine's available memory", nil
+		}
+	}
+	return 0, "", nil
+}
+
+func fmtGiB(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
