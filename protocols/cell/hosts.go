@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/connmgr"
@@ -13,6 +14,7 @@ import (
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/quic-go/quic-go"
 	"go.uber.org/fx"
 
@@ -84,6 +86,57 @@ func cheapOptions() []libp2p.Option {
 	}
 }
 
+// virtualOnly are the options that keep node i's host on the virtual
+// network: it advertises no address but the node's, netmodel.NodeAddr(i).
+//
+//   - The AddrsFactory keeps only addresses on the node's IP. It filters
+//     what identify sends, what the signed peer record holds and what the
+//     host stores as its own addresses in its peerstore.
+//
+// What keeps a host from binding or opening a real socket is in how the
+// hosts are built rather than in this list:
+//
+//   - libp2p.NoTransports with only the virtual transport: go-libp2p's
+//     default TCP, QUIC, WebTransport and WebRTC transports bind kernel
+//     sockets.
+//   - Each host listens on its node's address, never an unspecified one,
+//     so the listen addresses need no interface to resolve them.
+//   - With QUIC, quicreuse's ListenUDP and source-IP selector are replaced
+//     (newQUICHost): its defaults are net.ListenUDP and go-netroute, which
+//     reads the routing table over netlink.
+//   - libp2p.DisableIdentifyAddressDiscovery (cheapOptions) leaves out the
+//     observed-address manager, which lists the interfaces to resolve
+//     listen addresses and would advertise addresses that peers observe.
+//   - Left at go-libp2p's defaults, which are off: the NAT manager
+//     (libp2p.NATPortMap: UPnP and NAT-PMP discovery through go-netroute,
+//     net.Interfaces and UDP multicast), AutoNAT v2 and the AutoNAT
+//     service (a second host dialling back), hole punching and the
+//     shared TCP listener. Relay and metrics are off in cheapOptions.
+//
+// Two interface listings remain, and no go-libp2p option (v0.52) turns
+// them off: manet.InterfaceMultiaddrs, that is net.InterfaceAddrs, which
+// on Linux opens a NETLINK_ROUTE socket and closes it before it returns.
+// The basic host's address manager lists the interfaces whenever it
+// recomputes the host's addresses and its one-minute cache (of virtual
+// time) has lapsed (addrsManager.getLocalAddrs, interfaceAddrsCache), and
+// the swarm lists them before a dial to leave out its own addresses
+// (Swarm.filterKnownUndialables, InterfaceListenAddresses, also cached a
+// minute). Both use the listing only to expand unspecified listen
+// addresses (manet.ResolveUnspecifiedAddresses), and a host here has none,
+// so nothing of it reaches an address; the AddrsFactory would drop it if
+// it did.
+func virtualOnly(i int) []libp2p.Option {
+	ip := net.IP(netmodel.NodeAddr(i).AsSlice())
+	return []libp2p.Option{
+		libp2p.AddrsFactory(func(addrs []ma.Multiaddr) []ma.Multiaddr {
+			return slices.DeleteFunc(slices.Clone(addrs), func(a ma.Multiaddr) bool {
+				got, err := manet.ToIP(a)
+				return err != nil || !got.Equal(ip)
+			})
+		}),
+	}
+}
+
 // sourceIP answers quicreuse's question "which local address reaches
 // this destination" with the node's one address.
 type sourceIP net.IP
@@ -93,7 +146,7 @@ func (s sourceIP) PreferredSourceIPForDestination(*net.UDPAddr) (net.IP, error) 
 }
 
 // newQUICHost builds a go-libp2p host for node i whose QUIC transport runs
-// on uplink's virtual UDP, with cheapOptions.
+// on uplink's virtual UDP, with cheapOptions and virtualOnly.
 func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (host.Host, error) {
 	priv, err := hostKey(seed, i)
 	if err != nil {
@@ -126,7 +179,7 @@ func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (hos
 		libp2p.NoTransports,
 		libp2p.Transport(libp2pquic.NewTransport),
 		reuse,
-	}, cheapOptions()...)...)
+	}, append(cheapOptions(), virtualOnly(i)...)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("node %d host: %w", i, err)
 	}
@@ -136,7 +189,8 @@ func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (hos
 // newTCPHost builds a go-libp2p host for node i whose TCP transport runs
 // on uplink's TCP model (st), listening on TCPAddr(i), with go-libp2p's
 // default security transports (TLS 1.3 preferred, then Noise; TLS also
-// selects yamux in its handshake) and muxer (yamux), and cheapOptions.
+// selects yamux in its handshake) and muxer (yamux), cheapOptions and
+// virtualOnly.
 func newTCPHost(st *tcp.Stack, i int, seed uint64) (host.Host, error) {
 	priv, err := hostKey(seed, i)
 	if err != nil {
@@ -149,7 +203,7 @@ func newTCPHost(st *tcp.Stack, i int, seed uint64) (host.Host, error) {
 		libp2p.Transport(libp2ptcp.Constructor(st, i)),
 		libp2p.DefaultSecurity,
 		libp2p.DefaultMuxers,
-	}, cheapOptions()...)...)
+	}, append(cheapOptions(), virtualOnly(i)...)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("node %d host: %w", i, err)
 	}
