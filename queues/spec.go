@@ -2,10 +2,10 @@ package queues
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/uplinksim/uplink/des"
 )
@@ -37,12 +37,20 @@ import (
 //
 // Values: N is a decimal integer; limit=none (or unlimited, or 0) means no
 // packet limit where a discipline allows it (not pfifo or bfifo); SIZE is
-// bytes with an optional binary suffix k, m, g (also kb/kib, ...: 1024^n);
-// durations are Go durations ("10ms", "500us"); booleans are on/off,
-// true/false, yes/no, 1/0; ce_threshold=off disables it; ecn_prob is a
-// fraction ("0.1") or a percentage ("10%"); alpha and beta are the RFC
-// values (0.125, 1.25), not tc's sixteenths. A profile applies first,
-// wherever it is written; each key may appear once.
+// bytes with an optional binary suffix k, m, g, t (also kb/kib, ...:
+// 1024^n, as tc reads them), a whole number of bytes; durations are Go
+// durations ("10ms", "500us"); booleans are on/off, true/false, yes/no,
+// 1/0; ce_threshold=off disables it; ecn_prob is a fraction ("0.1") or a
+// percentage ("10%"); alpha and beta are the RFC values (0.125, 1.25),
+// not tc's sixteenths. A profile applies first, wherever it is written;
+// each key may appear once.
+//
+// Bounds: packet limits and drop_batch at most MaxSpecPackets; flows at
+// most MaxFlows; quantum at most MaxSpecQuantum; mtu at most MaxSpecMTU;
+// byte limits at most des.MaxBytes; durations from 0 to des.MaxVirtual;
+// alpha and beta from 0 to MaxSpecPIEGain; ecn_prob from 0 to 1. NaN,
+// infinity and numbers that overflow are refused. The least values are
+// each discipline's (a positive target, at least one flow, ...).
 //
 // PIE and FQ-PIE draw from rng, which must then be non-nil; the other
 // disciplines ignore it.
@@ -105,6 +113,17 @@ func splitSpec(spec string) (string, []specOpt, error) {
 	return name, opts, nil
 }
 
+// specShow writes a value as given when it is plain printable text, and
+// quoted otherwise, so that an error stays one readable line.
+func specShow(v string) string {
+	for _, r := range v {
+		if r < ' ' || r > '~' || r == '"' {
+			return strconv.Quote(v)
+		}
+	}
+	return v
+}
+
 // keySet maps each key of one discipline to the function that applies it.
 type keySet struct {
 	name string
@@ -134,60 +153,79 @@ func (ks *keySet) apply(opts []specOpt) error {
 				return fmt.Errorf("%s has no key %q; valid keys: %s", ks.name, o.key, strings.Join(ks.keys, ", "))
 			}
 			if err := f(o.val); err != nil {
-				return fmt.Errorf("%s: %s=%s: %w", ks.name, o.key, o.val, err)
+				return fmt.Errorf("%s: %s=%s: %w", ks.name, o.key, specShow(o.val), err)
 			}
 		}
 	}
 	return nil
 }
 
-func parseCount(v string) (int, error) {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("want a decimal integer")
+// Upper bounds of the numbers a spec gives, beside MaxFlows (Linux's
+// 65 536 buckets), des.MaxBytes for byte limits (fifo bytes, bfifo limit,
+// memory_limit) and des.MaxVirtual for durations. The lower bounds are the
+// disciplines' own checks (NewFQCoDel and the others), whose errors name
+// the default; a spec's parser refuses only what no discipline could take:
+// NaN, infinity, overflow, a size or duration below zero, and values above
+// these bounds.
+const (
+	// MaxSpecPackets bounds a packet limit and a drop batch: Linux keeps
+	// both in 32 bits.
+	MaxSpecPackets = 1<<32 - 1
+	// MaxSpecQuantum bounds a quantum in bytes: Linux's fq_codel and
+	// fq_pie refuse more than 1 MiB; drr takes the same bound.
+	MaxSpecQuantum = 1 << 20
+	// MaxSpecMTU bounds an mtu in bytes: the largest IPv4 packet.
+	MaxSpecMTU = 65535
+	// MaxSpecPIEGain bounds PIE's alpha and beta, as PIEParams does.
+	MaxSpecPIEGain = 32
+)
+
+// parseCount reads a decimal integer at most hi; the discipline checks
+// the lower bound.
+func parseCount(hi int64) func(string) (int, error) {
+	return func(v string) (int, error) {
+		n, err := des.ParseInt(v, math.MinInt64, hi)
+		if err != nil {
+			return 0, fmt.Errorf("want a decimal integer, at most %d", hi)
+		}
+		return int(n), nil
 	}
-	return n, nil
 }
 
 // parseLimit reads a packet limit where none is allowed: none, unlimited
-// and 0 all mean no limit.
+// and 0 all mean no limit; otherwise 1 to MaxSpecPackets.
 func parseLimit(v string) (int, error) {
 	switch strings.ToLower(v) {
 	case "none", "unlimited":
 		return 0, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("want a packet count >= 1, or none (0) for no limit")
-	}
-	return n, nil
-}
-
-func parseSize(v string) (int, error) {
-	s := strings.ToLower(v)
-	mult := 1
-	for _, u := range []struct {
-		suffix string
-		mult   int
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("want a byte count such as 1514000 or 32MiB")
-	}
-	return n * mult, nil
-}
-
-func parseDur(v string) (des.Time, error) {
-	d, err := time.ParseDuration(v)
+	n, err := des.ParseInt(v, 0, MaxSpecPackets)
 	if err != nil {
-		return 0, fmt.Errorf("want a duration such as 10ms or 500us")
+		return 0, fmt.Errorf("want a packet count >= 1, or none (0) for no limit; at most %d", int64(MaxSpecPackets))
 	}
-	return des.FromDuration(d), nil
+	return int(n), nil
+}
+
+// parseSize reads a byte count, 0 to hi, with an optional binary suffix
+// (des.BinaryBytes: k, m, g, t, also kb/kib, ...: powers of 1 024, as tc
+// reads them).
+func parseSize(hi int64) func(string) (int, error) {
+	return func(v string) (int, error) {
+		n, err := des.ParseBytes(v, des.BinaryBytes, 0, hi)
+		if err != nil {
+			return 0, fmt.Errorf("want a byte count such as 1514000 or 32MiB, a whole number from 0 to %s", des.FormatBytes(hi))
+		}
+		return int(n), nil
+	}
+}
+
+// parseDur reads a Go duration from 0 to des.MaxVirtual.
+func parseDur(v string) (des.Time, error) {
+	d, err := des.ParseDuration(v, 0, des.MaxVirtual)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration such as 10ms or 500us, from 0s to %v", des.MaxVirtual)
+	}
+	return d, nil
 }
 
 func parseBool(v string) (bool, error) {
@@ -200,24 +238,20 @@ func parseBool(v string) (bool, error) {
 	return false, fmt.Errorf("want on or off")
 }
 
-func parseFloat(v string) (float64, error) {
-	f, err := strconv.ParseFloat(v, 64)
+// parseGain reads PIE's alpha or beta: a finite decimal number from 0 to
+// MaxSpecPIEGain.
+func parseGain(v string) (float64, error) {
+	f, err := des.ParseFloat(v, 0, MaxSpecPIEGain)
 	if err != nil {
-		return 0, fmt.Errorf("want a decimal number")
+		return 0, fmt.Errorf("want a decimal number from 0 to %d", MaxSpecPIEGain)
 	}
 	return f, nil
 }
 
+// parseProb reads a probability in [0, 1]: a fraction or a percentage.
 func parseProb(v string) (float64, error) {
-	if s, ok := strings.CutSuffix(v, "%"); ok {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, fmt.Errorf("want a percentage such as 10%%")
-		}
-		return f / 100, nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f > 1 {
+	f, err := des.ParseProbability(v, true)
+	if err != nil {
 		return 0, fmt.Errorf("want a fraction in [0, 1] such as 0.1, or a percentage such as 10%%")
 	}
 	return f, nil
@@ -258,7 +292,7 @@ func classifyKey(dst *Classify) func(string) error {
 func codelKeys(ks *keySet, p *CoDelParams) {
 	ks.add("target", durKey(&p.Target))
 	ks.add("interval", durKey(&p.Interval))
-	ks.add("mtu", intKey(&p.MTU, parseSize))
+	ks.add("mtu", intKey(&p.MTU, parseSize(MaxSpecMTU)))
 	ks.add("ecn", boolKey(&p.ECN))
 	ks.add("ce_threshold", func(v string) (err error) {
 		if strings.EqualFold(v, "off") || strings.EqualFold(v, "none") {
@@ -278,8 +312,8 @@ func codelKeys(ks *keySet, p *CoDelParams) {
 func pieKeys(ks *keySet, p *PIEParams) {
 	ks.add("target", durKey(&p.Target))
 	ks.add("tupdate", durKey(&p.TUpdate))
-	ks.add("alpha", func(v string) (err error) { p.Alpha, err = parseFloat(v); return })
-	ks.add("beta", func(v string) (err error) { p.Beta, err = parseFloat(v); return })
+	ks.add("alpha", func(v string) (err error) { p.Alpha, err = parseGain(v); return })
+	ks.add("beta", func(v string) (err error) { p.Beta, err = parseGain(v); return })
 	ks.add("max_burst", durKey(&p.MaxBurst))
 	ks.add("ecn", boolKey(&p.ECN))
 	ks.add("ecn_prob", func(v string) (err error) { p.ECNProb, err = parseProb(v); return })
@@ -291,7 +325,7 @@ func pieKeys(ks *keySet, p *PIEParams) {
 		return err
 	})
 	ks.add("boost", boolKey(&p.HighDelayBoost))
-	ks.add("mtu", intKey(&p.MTU, parseSize))
+	ks.add("mtu", intKey(&p.MTU, parseSize(MaxSpecMTU)))
 }
 
 var builders = map[string]func([]specOpt, *rand.Rand) (Qdisc, error){
@@ -299,7 +333,7 @@ var builders = map[string]func([]specOpt, *rand.Rand) (Qdisc, error){
 		var packets, bytes int
 		ks := newKeySet("fifo")
 		ks.add("packets", intKey(&packets, parseLimit))
-		ks.add("bytes", intKey(&bytes, parseSize))
+		ks.add("bytes", intKey(&bytes, parseSize(des.MaxBytes)))
 		if err := ks.apply(opts); err != nil {
 			return nil, err
 		}
@@ -308,7 +342,7 @@ var builders = map[string]func([]specOpt, *rand.Rand) (Qdisc, error){
 	"pfifo": func(opts []specOpt, _ *rand.Rand) (Qdisc, error) {
 		limit := DefaultPfifoLimit
 		ks := newKeySet("pfifo")
-		ks.add("limit", intKey(&limit, parseCount))
+		ks.add("limit", intKey(&limit, parseCount(MaxSpecPackets)))
 		if err := ks.apply(opts); err != nil {
 			return nil, err
 		}
@@ -317,7 +351,7 @@ var builders = map[string]func([]specOpt, *rand.Rand) (Qdisc, error){
 	"bfifo": func(opts []specOpt, _ *rand.Rand) (Qdisc, error) {
 		limit := DefaultBfifoLimit
 		ks := newKeySet("bfifo")
-		ks.add("limit", intKey(&limit, parseSize))
+		ks.add("limit", intKey(&limit, parseSize(des.MaxBytes)))
 		if err := ks.apply(opts); err != nil {
 			return nil, err
 		}
@@ -351,10 +385,10 @@ var builders = map[string]func([]specOpt, *rand.Rand) (Qdisc, error){
 			return err
 		})
 		ks.add("limit", intKey(&cfg.Limit, parseLimit))
-		ks.add("flows", intKey(&cfg.Flows, parseCount))
-		ks.add("quantum", intKey(&cfg.Quantum, parseSize))
-		ks.add("memory_limit", intKey(&cfg.MemoryLimit, parseSize))
-		ks.add("drop_batch", intKey(&cfg.DropBatch, parseCount))
+		ks.add("flows", intKey(&cfg.Flows, parseCount(MaxFlows)))
+		ks.add("quantum", intKey(&cfg.Quantum, parseSize(MaxSpecQuantum)))
+		ks.add("memory_limit", intKey(&cfg.MemoryLimit, parseSize(des.MaxBytes)))
+		ks.add("drop_batch", intKey(&cfg.DropBatch, parseCount(MaxSpecPackets)))
 		ks.add("classify", classifyKey(&cfg.Classify))
 		codelKeys(ks, &cfg.CoDelParams)
 		if err := ks.apply(opts); err != nil {
@@ -386,9 +420,9 @@ var builders = map[string]func([]specOpt, *rand.Rand) (Qdisc, error){
 		cfg := DefaultFQPIEConfig()
 		ks := newKeySet("fq_pie")
 		ks.add("limit", intKey(&cfg.Limit, parseLimit))
-		ks.add("flows", intKey(&cfg.Flows, parseCount))
-		ks.add("quantum", intKey(&cfg.Quantum, parseSize))
-		ks.add("memory_limit", intKey(&cfg.MemoryLimit, parseSize))
+		ks.add("flows", intKey(&cfg.Flows, parseCount(MaxFlows)))
+		ks.add("quantum", intKey(&cfg.Quantum, parseSize(MaxSpecQuantum)))
+		ks.add("memory_limit", intKey(&cfg.MemoryLimit, parseSize(des.MaxBytes)))
 		ks.add("classify", classifyKey(&cfg.Classify))
 		pieKeys(ks, &cfg.PIEParams)
 		if err := ks.apply(opts); err != nil {
@@ -400,8 +434,8 @@ var builders = map[string]func([]specOpt, *rand.Rand) (Qdisc, error){
 		cfg := DefaultDRRConfig()
 		ks := newKeySet("drr")
 		ks.add("limit", intKey(&cfg.Limit, parseLimit))
-		ks.add("flows", intKey(&cfg.Flows, parseCount))
-		ks.add("quantum", intKey(&cfg.Quantum, parseSize))
+		ks.add("flows", intKey(&cfg.Flows, parseCount(MaxFlows)))
+		ks.add("quantum", intKey(&cfg.Quantum, parseSize(MaxSpecQuantum)))
 		ks.add("classify", classifyKey(&cfg.Classify))
 		ks.add("sched", func(v string) error {
 			i, err := choice(v, drrSchedNames[:]...)
