@@ -17,7 +17,6 @@ import (
 	"math"
 	"math/bits"
 	"strings"
-	"time"
 
 	"github.com/uplinksim/uplink/des"
 )
@@ -247,10 +246,19 @@ type UniformLatency struct {
 }
 
 // NewUniformLatency returns the uniform model on [lo, hi] for seed; it needs
-// 0 <= lo <= hi.
+// 0 <= lo <= hi <= des.MaxLatency.
 func NewUniformLatency(lo, hi des.Time, seed uint64) (UniformLatency, error) {
-	if lo < 0 || hi < lo {
-		return UniformLatency{}, fmt.Errorf("netmodel: uniform latency [%v, %v]: need 0 <= lo <= hi", lo, hi)
+	u, err := newUniformLatency(lo, hi, seed)
+	if err != nil {
+		return UniformLatency{}, fmt.Errorf("netmodel: %w", err)
+	}
+	return u, nil
+}
+
+// newUniformLatency is NewUniformLatency with its error unprefixed.
+func newUniformLatency(lo, hi des.Time, seed uint64) (UniformLatency, error) {
+	if lo < 0 || hi < lo || hi > des.MaxLatency {
+		return UniformLatency{}, fmt.Errorf("uniform latency [%v, %v]: need 0 <= lo <= hi <= %v (des.MaxLatency)", lo, hi, des.MaxLatency)
 	}
 	return UniformLatency{Seed: seed, Lo: lo, Hi: hi}, nil
 }
@@ -265,7 +273,7 @@ func (u UniformLatency) Latency(from, to int) des.Time {
 
 // LatencyMatrix is an explicit N x N one-way latency matrix: OneWay holds
 // row from, column to, at index from*N+to. It is a LatencyModel, and the form
-// in which a draw exports and imports its latencies.
+// in which a draw read from JSON (ReadDraw) holds its latencies.
 type LatencyMatrix struct {
 	N      int
 	OneWay []des.Time
@@ -282,6 +290,26 @@ func Matrix(model LatencyModel, n int) *LatencyMatrix {
 		}
 	}
 	return m
+}
+
+// check reports the first entry of the matrix outside [0, des.MaxLatency],
+// naming it as the latency_ns field of a draw, or a matrix that is not
+// n x n.
+func (m *LatencyMatrix) check(n int) error {
+	k := len(m.OneWay)
+	if n < 0 || m.N != n || (n == 0 && k != 0) || (n > 0 && (k%n != 0 || k/n != n)) { // k/n: n*n may overflow
+		return fmt.Errorf("latency_ns: a matrix of %d entries for %d nodes, want %d x %d", len(m.OneWay), n, n, n)
+	}
+	for k, v := range m.OneWay {
+		if v < 0 || v > des.MaxLatency {
+			what := "above the largest latency"
+			if v < 0 {
+				what = "negative"
+			}
+			return fmt.Errorf("latency_ns[%d][%d] = %d ns is %s: want 0 to %d ns (des.MaxLatency, %v)", k/n, k%n, int64(v), what, int64(des.MaxLatency), des.MaxLatency)
+		}
+	}
+	return nil
 }
 
 // Latency returns the entry for (from, to). It panics when either index is
@@ -322,48 +350,48 @@ const (
 //   - "geo": NewGeoLatency(n, seed);
 //   - "fixed:D": FixedLatency(D), D a Go duration such as "50ms";
 //   - "uniform:LO,HI": NewUniformLatency(LO, HI, seed), e.g. "uniform:20ms,100ms".
+//
+// Every latency parameter lies in [0, des.MaxLatency], so no model it
+// builds gives a latency outside that range.
 func LatencyModelByName(name string, n int, seed uint64) (LatencyModel, error) {
+	m, err := latencyModelByName(name, n, seed)
+	if err != nil {
+		return nil, fmt.Errorf("netmodel: %w", err)
+	}
+	return m, nil
+}
+
+// latencyModelByName is LatencyModelByName with its errors unprefixed.
+func latencyModelByName(name string, n int, seed uint64) (LatencyModel, error) {
 	switch {
 	case name == geoModelName:
 		return NewGeoLatency(n, seed), nil
 	case strings.HasPrefix(name, geoFixedPrefix):
-		d, err := geoParseDuration(strings.TrimPrefix(name, geoFixedPrefix))
+		d, err := des.ParseDuration(strings.TrimPrefix(name, geoFixedPrefix), 0, des.MaxLatency)
 		if err != nil {
-			return nil, fmt.Errorf("netmodel: latency model %q: %w", name, err)
+			return nil, fmt.Errorf("latency model %q: %w", name, err)
 		}
 		return FixedLatency(d), nil
 	case strings.HasPrefix(name, geoUniformPrefix):
 		los, his, ok := strings.Cut(strings.TrimPrefix(name, geoUniformPrefix), ",")
 		if !ok {
-			return nil, fmt.Errorf("netmodel: latency model %q: want uniform:LO,HI, e.g. uniform:20ms,100ms", name)
+			return nil, fmt.Errorf("latency model %q: want uniform:LO,HI, e.g. uniform:20ms,100ms", name)
 		}
-		lo, err := geoParseDuration(los)
+		lo, err := des.ParseDuration(los, 0, des.MaxLatency)
 		if err != nil {
-			return nil, fmt.Errorf("netmodel: latency model %q: low bound: %w", name, err)
+			return nil, fmt.Errorf("latency model %q: low bound: %w", name, err)
 		}
-		hi, err := geoParseDuration(his)
+		hi, err := des.ParseDuration(his, 0, des.MaxLatency)
 		if err != nil {
-			return nil, fmt.Errorf("netmodel: latency model %q: high bound: %w", name, err)
+			return nil, fmt.Errorf("latency model %q: high bound: %w", name, err)
 		}
-		u, err := NewUniformLatency(lo, hi, seed)
+		u, err := newUniformLatency(lo, hi, seed)
 		if err != nil {
-			return nil, fmt.Errorf("netmodel: latency model %q: %w", name, err)
+			return nil, fmt.Errorf("latency model %q: %w", name, err)
 		}
 		return u, nil
 	}
-	return nil, fmt.Errorf("netmodel: unknown latency model %q (valid: geo, fixed:D such as fixed:50ms, uniform:LO,HI such as uniform:20ms,100ms)", name)
-}
-
-// geoParseDuration parses a non-negative Go duration into virtual time.
-func geoParseDuration(s string) (des.Time, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, err
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("negative latency %v", d)
-	}
-	return des.FromDuration(d), nil
+	return nil, fmt.Errorf("unknown latency model %q (valid: geo, fixed:D such as fixed:50ms, uniform:LO,HI such as uniform:20ms,100ms, each latency from 0 to %v)", name, des.MaxLatency)
 }
 
 // MinLatencyModel is a LatencyModel that knows a lower bound on every

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/uplinksim/uplink/des"
 )
 
@@ -314,4 +315,31 @@ func TestLatencyModelByName(t *testing.T) {
 	if _, err := LatencyModelByName("nope", 10, 7); err == nil || !strings.Contains(err.Error(), "geo") {
 		t.Fatalf("unknown model error %v does not list the valid ones", err)
 	}
+}
+
+// Latency-model parameters are read with the des bounds: every latency
+// from 0 to des.MaxLatency, no NaN, no overflow.
+func TestLatencyModelBounds(t *testing.T) {
+	maxL, over := des.MaxLatency.String(), (des.MaxLatency + 1).String()
+	m, err := LatencyModelByName("fixed:"+maxL, 4, 1)
+	require.NoError(t, err)
+	require.Equal(t, FixedLatency(des.MaxLatency), m)
+	m, err = LatencyModelByName("uniform:0s,"+maxL, 4, 1)
+	require.NoError(t, err)
+	require.Equal(t, UniformLatency{Seed: 1, Lo: 0, Hi: des.MaxLatency}, m)
+	for _, c := range []struct{ name, want string }{
+		{"fixed:" + over, `netmodel: latency model "fixed:` + over + `": duration "` + over + `": want 0s to ` + maxL},
+		{"fixed:2562048h", `netmodel: latency model "fixed:2562048h": duration "2562048h": want a duration such as 40ms or 30s, from 0s to ` + maxL},
+		{"fixed:NaN", `duration "NaN": want a duration`},
+		{"fixed:-1ns", `duration "-1ns": want 0s to ` + maxL},
+		{"uniform:0s," + over, `netmodel: latency model "uniform:0s,` + over + `": high bound: duration "` + over + `": want 0s to ` + maxL},
+		{"uniform:Infs,1s", `low bound: duration "Infs": want a duration`},
+		{"uniform:2ms,1ms", `uniform latency [2ms, 1ms]: need 0 <= lo <= hi <= ` + maxL + ` (des.MaxLatency)`},
+		{"bogus", "each latency from 0 to " + maxL},
+	} {
+		_, err := LatencyModelByName(c.name, 4, 1)
+		require.ErrorContains(t, err, c.want, c.name)
+	}
+	_, err = NewUniformLatency(0, des.MaxLatency+1, 1)
+	require.EqualError(t, err, "netmodel: uniform latency [0s, "+over+"]: need 0 <= lo <= hi <= "+maxL+" (des.MaxLatency)")
 }

@@ -3,11 +3,13 @@ package netmodel
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/uplinksim/uplink/des"
 )
 
@@ -119,42 +121,113 @@ func TestScenarioRejectsUnknownNames(t *testing.T) {
 
 func TestNewDrawMatchesItsParts(t *testing.T) {
 	d, err := NewDraw(60, 8, 7, "geo", "dcb20")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	g, err := RegularGraph(60, 8, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(d.Edges, g.Edges) {
-		t.Fatal("draw edges differ from RegularGraph's")
-	}
+	require.NoError(t, err)
+	require.Equal(t, g.Edges, d.Edges, "draw edges differ from RegularGraph's")
 	up, down, _ := Scenario("dcb20", 60)
-	if !slices.Equal(d.Up, up) || !slices.Equal(d.Down, down) {
-		t.Fatal("draw rates differ from the scenario's")
-	}
+	require.Equal(t, up, d.Up)
+	require.Equal(t, down, d.Down)
 	geo := NewGeoLatency(60, 7)
-	lm := d.LatencyMatrix()
+	require.Equal(t, geo, d.LatencyModel(), "a generated draw keeps its model, not a matrix")
 	for i := range 60 {
-		if d.Regions[i] != geo.Region(i).String() {
-			t.Fatalf("node %d region %s, want %s", i, d.Regions[i], geo.Region(i))
-		}
+		require.Equal(t, geo.Region(i).String(), d.Regions[i], "node %d", i)
 		for j := range 60 {
-			if d.Latency[i][j] != geo.Latency(i, j) || lm.Latency(i, j) != geo.Latency(i, j) {
-				t.Fatalf("latency (%d, %d) = %v, model %v", i, j, d.Latency[i][j], geo.Latency(i, j))
+			require.Equal(t, geo.Latency(i, j), d.OneWay(i, j), "pair (%d, %d)", i, j)
+		}
+	}
+	require.NoError(t, d.Validate())
+	for _, bad := range [][2]string{{"mars", "home"}, {"geo", "office"}} {
+		_, err := NewDraw(60, 8, 7, bad[0], bad[1])
+		require.Error(t, err, "NewDraw(%q, %q)", bad[0], bad[1])
+		require.EqualError(t, CheckDraw(60, 8, bad[0], bad[1]), err.Error(), "CheckDraw says what NewDraw says")
+	}
+	_, err = NewDraw(60, 61, 7, "geo", "home")
+	require.ErrorContains(t, err, "degree = 61 >= n = 60")
+	require.EqualError(t, CheckDraw(des.MaxNodes+1, 8, "geo", "home"),
+		fmt.Sprintf("netmodel: draw: n = %d: want at most %d nodes (des.MaxNodes)", des.MaxNodes+1, des.MaxNodes))
+	require.NoError(t, CheckDraw(des.MaxNodes, 70, "uniform:0s,"+des.MaxLatency.String(), fmt.Sprintf("up%d", MaxUpN)))
+	require.Panics(t, func() { d.OneWay(0, 60) })
+	require.Panics(t, func() { d.OneWay(-1, 0) })
+}
+
+// Each latency model of a generated draw computes the pair's latency from
+// the seed; the draw's model is the one LatencyModelByName builds.
+func TestNewDrawModels(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		want  LatencyModel
+	}{
+		{"geo", NewGeoLatency(30, 9)},
+		{"fixed:40ms", FixedLatency(40 * des.Millisecond)},
+		{"uniform:10ms,90ms", UniformLatency{Seed: 9, Lo: 10 * des.Millisecond, Hi: 90 * des.Millisecond}},
+	} {
+		d, err := NewDraw(30, 4, 9, c.model, "home")
+		require.NoError(t, err)
+		require.Equal(t, c.want, d.LatencyModel(), c.model)
+		_, ok := d.LatencyModel().(MinLatencyModel)
+		require.True(t, ok, "%s: the network's lookahead needs a MinLatencyModel", c.model)
+		require.Equal(t, c.want.Latency(3, 17), d.OneWay(3, 17), c.model)
+	}
+	d, err := NewDraw(30, 4, 9, "fixed:40ms", "home")
+	require.NoError(t, err)
+	require.Nil(t, d.Regions, "only geo draws name regions")
+}
+
+// TestNewDrawMemory: a draw of des.MaxNodes nodes costs memory in
+// proportion to its nodes and edges. The n x n matrix it once held would
+// be 100 000^2 x 8 bytes = 74.5 GiB; the graph of degree 4 and the rates,
+// regions and latency model take about 50 MiB.
+func TestNewDrawMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 100 000-node graph (a few seconds)")
+	}
+	const n, degree = des.MaxNodes, 4
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	d, err := NewDraw(n, degree, 1, "geo", "dcb20")
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("NewDraw(%d nodes, degree %d): %.1f MiB allocated", n, degree, float64(alloc)/(1<<20))
+	// 256 bytes per node and per edge end is five times what the graph
+	// needs and 1/3000 of a matrix's 800 KB per node.
+	require.Less(t, alloc, uint64(256*(n+n*degree)), "NewDraw allocates more than O(n*degree)")
+	require.Equal(t, (&GeoLatency{Seed: 1}).Latency(0, n-1), d.OneWay(0, n-1))
+}
+
+// BenchmarkNewDraw100k70 reports the memory NewDraw takes for a cell of
+// des.MaxNodes nodes at the study's degree 70 (RegularGraph's 175 million
+// swaps take minutes).
+func BenchmarkNewDraw100k70(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewDraw(des.MaxNodes, 70, 1, "geo", "home"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// scenTestDrawsEqual checks that two draws have the same fields and the
+// same latency for every pair.
+func scenTestDrawsEqual(t *testing.T, want, got *Draw) {
+	t.Helper()
+	require.Equal(t, want.N, got.N)
+	require.Equal(t, want.Seed, got.Seed)
+	require.Equal(t, want.Model, got.Model)
+	require.Equal(t, want.Scenario, got.Scenario)
+	require.Equal(t, want.Degree, got.Degree)
+	require.Equal(t, want.Edges, got.Edges)
+	require.Equal(t, want.Up, got.Up)
+	require.Equal(t, want.Down, got.Down)
+	require.Equal(t, want.Regions, got.Regions)
+	for i := range want.N {
+		for j := range want.N {
+			if want.OneWay(i, j) != got.OneWay(i, j) {
+				t.Fatalf("latency (%d, %d): %v, read back as %v", i, j, want.OneWay(i, j), got.OneWay(i, j))
 			}
 		}
-	}
-	if err := d.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range [][2]string{{"mars", "home"}, {"geo", "office"}} {
-		if _, err := NewDraw(60, 8, 7, bad[0], bad[1]); err == nil {
-			t.Fatalf("NewDraw(%q, %q) accepted", bad[0], bad[1])
-		}
-	}
-	if _, err := NewDraw(60, 61, 7, "geo", "home"); err == nil {
-		t.Fatal("NewDraw with degree >= n accepted")
 	}
 }
 
@@ -165,49 +238,71 @@ func TestDrawJSONRoundTrip(t *testing.T) {
 		{"uniform:10ms,90ms", "home"},
 	} {
 		d, err := NewDraw(40, 6, 11, c.model, c.scen)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var buf bytes.Buffer
-		if err := d.WriteJSON(&buf); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.WriteJSON(&buf))
 		text := buf.String()
 		for _, field := range []string{`"n": 40`, `"seed": 11`, `"model": "` + c.model, `"degree": 6`, `"edges"`, `"up_bps"`, `"down_bps"`, `"latency_ns"`} {
-			if !strings.Contains(text, field) {
-				t.Fatalf("%s: JSON lacks %s", c.model, field)
-			}
+			require.Contains(t, text, field, c.model)
 		}
-		if !json.Valid(buf.Bytes()) {
-			t.Fatalf("%s: WriteJSON wrote invalid JSON", c.model)
-		}
+		require.True(t, json.Valid(buf.Bytes()), "%s: WriteJSON wrote invalid JSON", c.model)
 		back, err := ReadDraw(&buf)
-		if err != nil {
-			t.Fatalf("%s: ReadDraw: %v", c.model, err)
-		}
-		if !reflect.DeepEqual(d, back) {
-			t.Fatalf("%s: round trip changed the draw", c.model)
-		}
+		require.NoError(t, err, c.model)
+		scenTestDrawsEqual(t, d, back)
+		m, ok := back.LatencyModel().(*LatencyMatrix)
+		require.True(t, ok, "%s: an imported draw holds its matrix", c.model)
+		require.Equal(t, d.OneWay(5, 7), m.Latency(5, 7))
+
+		// The imported draw writes the same text again.
+		var again bytes.Buffer
+		require.NoError(t, back.WriteJSON(&again))
+		require.Equal(t, text, again.String(), c.model)
 	}
+}
+
+// A Draw inside another value (a cell's configuration) goes through
+// encoding/json with its latencies, and comes back validated.
+func TestDrawMarshalJSON(t *testing.T) {
+	d, err := NewDraw(12, 4, 3, "geo", "dc20")
+	require.NoError(t, err)
+	type holder struct {
+		Topology *Draw
+		Other    int
+	}
+	raw, err := json.Marshal(holder{Topology: d, Other: 5})
+	require.NoError(t, err)
+	var back holder
+	require.NoError(t, json.Unmarshal(raw, &back))
+	require.Equal(t, 5, back.Other)
+	scenTestDrawsEqual(t, d, back.Topology)
+
+	raw, err = json.Marshal(holder{})
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &back))
+	require.Nil(t, back.Topology)
+
+	bad := strings.Replace(string(mustMarshal(t, holder{Topology: d})), `"n":12`, `"n":13`, 1)
+	require.ErrorContains(t, json.Unmarshal([]byte(bad), &back), "latency_ns has 12 rows for 13 nodes")
+	_, err = json.Marshal(holder{Topology: &Draw{N: 12}})
+	require.ErrorContains(t, err, "netmodel: write draw")
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }
 
 // A seed above 2^53 must survive JSON exactly (no float64 detour).
 func TestDrawJSONLargeSeed(t *testing.T) {
 	d, err := NewDraw(10, 4, 1<<63+12345, "geo", "home")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var buf bytes.Buffer
-	if err := d.WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.WriteJSON(&buf))
 	back, err := ReadDraw(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Seed != d.Seed {
-		t.Fatalf("seed %d read back as %d", d.Seed, back.Seed)
-	}
+	require.NoError(t, err)
+	require.Equal(t, d.Seed, back.Seed)
 }
 
 // scenTestValidDraw is a small valid draw to corrupt: two nodes' worth of
@@ -215,23 +310,40 @@ func TestDrawJSONLargeSeed(t *testing.T) {
 func scenTestValidDraw(t *testing.T) *Draw {
 	t.Helper()
 	d, err := NewDraw(8, 3, 5, "geo", "home")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return d
 }
 
+// scenTestWire returns d's JSON form as the wire struct, to corrupt.
+func scenTestWire(t *testing.T, d *Draw) *scenDrawWire {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, d.WriteJSON(&buf))
+	var w scenDrawWire
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &w))
+	return &w
+}
+
 func TestReadDrawRejectsMalformed(t *testing.T) {
+	// Corruptions of the draw itself: WriteJSON refuses them, and ReadDraw
+	// refuses their JSON form.
 	mutations := []struct {
 		name string
 		mut  func(d *Draw)
 		want string
 	}{
-		{"n too small", func(d *Draw) { d.N = 1 }, "at least 2"},
+		{"n too small", func(d *Draw) { d.N = 1 }, fmt.Sprintf("n = 1: want at least 2 and at most %d nodes (des.MaxNodes)", des.MaxNodes)},
+		{"n too large", func(d *Draw) { d.N = des.MaxNodes + 1 }, fmt.Sprintf("n = %d: want at least 2 and at most %d nodes (des.MaxNodes)", des.MaxNodes+1, des.MaxNodes)},
 		{"n disagrees", func(d *Draw) { d.N = 9 }, "edges"},
-		{"no model", func(d *Draw) { d.Model = "" }, "latency model"},
-		{"no scenario", func(d *Draw) { d.Scenario = "" }, "scenario"},
+		{"no model", func(d *Draw) { d.Model = "" }, `model: unknown latency model ""`},
+		{"unknown model", func(d *Draw) { d.Model = "gauss" }, `model: unknown latency model "gauss"`},
+		{"model above the bound", func(d *Draw) { d.Model = "fixed:" + (des.MaxLatency + 1).String() },
+			fmt.Sprintf(`model: latency model "fixed:%v": duration "%v": want 0s to %v`, des.MaxLatency+1, des.MaxLatency+1, des.MaxLatency)},
+		{"no scenario", func(d *Draw) { d.Scenario = "" }, `scenario: unknown scenario ""`},
+		{"unknown scenario", func(d *Draw) { d.Scenario = "office" }, `scenario: unknown scenario "office"`},
+		{"scenario above the bound", func(d *Draw) { d.Scenario = fmt.Sprintf("up%d", MaxUpN+1) }, fmt.Sprintf("from 1 to %d", MaxUpN)},
 		{"degree too big", func(d *Draw) { d.Degree = 8 }, "degree"},
+		{"degree overflows", func(d *Draw) { d.Degree = 1 << 62 }, "degree"},
 		{"edge count", func(d *Draw) { d.Edges = d.Edges[1:] }, "edges"},
 		{"edge out of range", func(d *Draw) { d.Edges[0] = [2]int{d.Edges[0][0], 8} }, "outside"},
 		{"negative endpoint", func(d *Draw) { d.Edges[0] = [2]int{-1, d.Edges[0][1]} }, "outside"},
@@ -262,39 +374,64 @@ func TestReadDrawRejectsMalformed(t *testing.T) {
 			}
 		}, "not connected"},
 		{"up length", func(d *Draw) { d.Up = d.Up[:7] }, "rates"},
-		{"zero down", func(d *Draw) { d.Down[3] = 0 }, "positive"},
-		{"missing row", func(d *Draw) { d.Latency = d.Latency[:7] }, "rows"},
-		{"short row", func(d *Draw) { d.Latency[2] = d.Latency[2][:7] }, "row 2"},
-		{"negative latency", func(d *Draw) { d.Latency[1][4] = -des.Millisecond }, "negative"},
+		{"zero down", func(d *Draw) { d.Down[3] = 0 }, fmt.Sprintf("down_bps[3] = 0: want a positive rate from %d to %d bit/s (des.MinRate %s to des.MaxRate %s)",
+			des.MinRate, des.MaxRate, des.FormatRate(des.MinRate), des.FormatRate(des.MaxRate))},
+		{"slow up", func(d *Draw) { d.Up[5] = des.MinRate - 1 }, fmt.Sprintf("up_bps[5] = %d: want", des.MinRate-1)},
+		{"fast up", func(d *Draw) { d.Up[6] = des.MaxRate + 1 }, fmt.Sprintf("up_bps[6] = %d: want", des.MaxRate+1)},
 		{"region count", func(d *Draw) { d.Regions = d.Regions[:3] }, "regions"},
-		{"bad region", func(d *Draw) { d.Regions[2] = "mars" }, "unknown region"},
+		{"bad region", func(d *Draw) { d.Regions[2] = "mars" }, `regions[2]: netmodel: unknown region "mars"`},
 	}
 	for _, m := range mutations {
 		d := scenTestValidDraw(t)
+		w := scenTestWire(t, d)
 		m.mut(d)
-		if err := d.WriteJSON(new(bytes.Buffer)); err == nil {
-			t.Fatalf("%s: WriteJSON accepted an invalid draw", m.name)
+		err := d.WriteJSON(new(bytes.Buffer))
+		require.ErrorContains(t, err, m.want, "%s: WriteJSON", m.name)
+		// The same corruption, in JSON.
+		n := d.N
+		edges := make([][]int, len(d.Edges))
+		for k, e := range d.Edges {
+			edges[k] = []int{e[0], e[1]}
 		}
-		raw, err := json.Marshal(d)
-		if err != nil {
-			t.Fatal(err)
+		w.N, w.Model, w.Scenario, w.Degree, w.Edges, w.Up, w.Down, w.Regions = &n, d.Model, d.Scenario, d.Degree, edges, d.Up, d.Down, d.Regions
+		if n != 8 && n <= 16 { // keep the matrix n x n, so the corruption is what is reported
+			w.Latency = make([][]des.Time, n)
+			for i := range w.Latency {
+				w.Latency[i] = make([]des.Time, n)
+			}
 		}
-		_, err = ReadDraw(bytes.NewReader(raw))
-		if err == nil {
-			t.Fatalf("%s: ReadDraw accepted it", m.name)
-		}
-		if !strings.Contains(err.Error(), m.want) {
-			t.Fatalf("%s: error %q does not mention %q", m.name, err, m.want)
-		}
+		_, err = ReadDraw(bytes.NewReader(mustMarshal(t, w)))
+		require.ErrorContains(t, err, m.want, "%s: ReadDraw", m.name)
+		require.NotContains(t, err.Error(), "\n", "%s: one line", m.name)
 	}
 
-	valid, err := json.Marshal(scenTestValidDraw(t))
-	if err != nil {
-		t.Fatal(err)
+	// Corruptions of the latency matrix, which only JSON can carry.
+	matrix := []struct {
+		name string
+		mut  func(w *scenDrawWire)
+		want string
+	}{
+		{"missing row", func(w *scenDrawWire) { w.Latency = w.Latency[:7] }, "latency_ns has 7 rows for 8 nodes"},
+		{"no matrix", func(w *scenDrawWire) { w.Latency = nil }, "latency_ns has 0 rows for 8 nodes"},
+		{"short row", func(w *scenDrawWire) { w.Latency[2] = w.Latency[2][:7] }, "latency_ns row 2 has 7 entries for 8 nodes"},
+		{"negative latency", func(w *scenDrawWire) { w.Latency[1][4] = -des.Millisecond },
+			fmt.Sprintf("latency_ns[1][4] = -1000000 ns is negative: want 0 to %d ns (des.MaxLatency, %v)", des.MaxLatency, des.MaxLatency)},
+		{"latency above the bound", func(w *scenDrawWire) { w.Latency[6][0] = des.MaxLatency + 1 },
+			fmt.Sprintf("latency_ns[6][0] = %d ns is above the largest latency: want 0 to %d ns (des.MaxLatency, %v)", des.MaxLatency+1, des.MaxLatency, des.MaxLatency)},
+		{"latency near the largest int64", func(w *scenDrawWire) { w.Latency[7][7] = des.Never },
+			"latency_ns[7][7] = 9223372036854775807 ns is above"},
 	}
-	if _, err := ReadDraw(bytes.NewReader(valid)); err != nil {
-		t.Fatalf("the uncorrupted draw is rejected: %v", err)
+	for _, m := range matrix {
+		w := scenTestWire(t, scenTestValidDraw(t))
+		m.mut(w)
+		_, err := ReadDraw(bytes.NewReader(mustMarshal(t, w)))
+		require.ErrorContains(t, err, m.want, m.name)
 	}
+
+	valid, err := json.Marshal(scenTestWire(t, scenTestValidDraw(t)))
+	require.NoError(t, err)
+	_, err = ReadDraw(bytes.NewReader(valid))
+	require.NoError(t, err, "the uncorrupted draw")
 	text := string(valid)
 	firstEdge := text[strings.Index(text, `"edges":[[`)+len(`"edges":[`):]
 	firstEdge = firstEdge[:strings.Index(firstEdge, "]")+1]
@@ -306,18 +443,54 @@ func TestReadDrawRejectsMalformed(t *testing.T) {
 		{"unknown field", strings.Replace(text, `"n":8`, `"n":8,"nodes":8`, 1), "unknown field"},
 		{"missing n", strings.Replace(text, `"n":8,`, ``, 1), "missing field n"},
 		{"missing seed", strings.Replace(text, `"seed":5,`, ``, 1), "missing field seed"},
+		{"huge n", strings.Replace(text, `"n":8`, `"n":4611686018427387904`, 1), "n = 4611686018427387904: want at least 2"},
+		{"n beyond int64", strings.Replace(text, `"n":8`, `"n":1e30`, 1), "n"},
 		{"edge triple", strings.Replace(text, firstEdge, strings.TrimSuffix(firstEdge, "]")+",7]", 1), "pair"},
 		{"edge single", strings.Replace(text, firstEdge, firstEdge[:strings.Index(firstEdge, ",")]+"]", 1), "pair"},
 		{"trailing data", text + "{}", "trailing"},
 		{"fractional latency", strings.Replace(text, `"latency_ns":[[`, `"latency_ns":[[0.5,`, 1), "latency_ns"},
+		{"latency beyond int64", strings.Replace(text, `"latency_ns":[[`, `"latency_ns":[[9223372036854775808,`, 1), "latency_ns"},
+		{"NaN latency", strings.Replace(text, `"latency_ns":[[`, `"latency_ns":[[NaN,`, 1), "invalid"},
+		{"rate beyond int64", strings.Replace(text, `"up_bps":[`, `"up_bps":[1e19,`, 1), "up_bps"},
 	}
 	for _, r := range raw {
 		_, err := ReadDraw(strings.NewReader(r.text))
-		if err == nil {
-			t.Fatalf("%s: ReadDraw accepted it", r.name)
+		require.ErrorContains(t, err, r.want, r.name)
+	}
+}
+
+// A draw from JSON with n = des.MaxNodes but empty rows is refused before
+// anything of size n x n is allocated.
+func TestReadDrawShortRowsCheap(t *testing.T) {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"n":%d,"seed":1,"latency_ns":[`, des.MaxNodes)
+	for i := range des.MaxNodes {
+		if i > 0 {
+			b.WriteByte(',')
 		}
-		if !strings.Contains(err.Error(), r.want) {
-			t.Fatalf("%s: error %q does not mention %q", r.name, err, r.want)
-		}
+		b.WriteString("[]")
+	}
+	b.WriteString("]}")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadDraw(strings.NewReader(b.String()))
+	runtime.ReadMemStats(&after)
+	require.ErrorContains(t, err, fmt.Sprintf("latency_ns row 0 has 0 entries for %d nodes", des.MaxNodes))
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20))
+}
+
+func TestScenarioBounds(t *testing.T) {
+	require.Equal(t, des.MaxRate, 2*MaxUpN*1_000_000, "upN's downlink reaches des.MaxRate")
+	up, down, err := Scenario(fmt.Sprintf("up%d", MaxUpN), 3)
+	require.NoError(t, err)
+	require.Equal(t, []int64{des.MaxRate / 2, des.MaxRate / 2, des.MaxRate / 2}, up)
+	require.Equal(t, []int64{des.MaxRate, des.MaxRate, des.MaxRate}, down)
+	up, _, err = Scenario("up1", 2)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1e6, 1e6}, up)
+	for _, name := range []string{fmt.Sprintf("up%d", MaxUpN+1), "up9223372036854775807", "up99999999999999999999", "up0", "up 5", "up5 ", "up1e3", "up1.5", "upNaN", "upInf"} {
+		_, _, err := Scenario(name, 3)
+		require.EqualError(t, err, fmt.Sprintf("netmodel: scenario %q: upN needs N a whole number of Mbit/s from 1 to %d (2N Mbit/s down is at most des.MaxRate, %s), e.g. up10 or up200",
+			name, MaxUpN, des.FormatRate(des.MaxRate)))
 	}
 }

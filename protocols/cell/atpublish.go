@@ -91,7 +91,7 @@ func meshLatency(tracers []*tracer, ids []peer.ID, draw *netmodel.Draw, g *netmo
 	for i, t := range tracers {
 		for _, p := range t.meshPeers() {
 			if j, ok := idx[p]; ok {
-				sum += draw.Latency[i][j]
+				sum += draw.OneWay(i, j)
 				links++
 			}
 		}
@@ -101,7 +101,7 @@ func meshLatency(tracers []*tracer, ids []peer.ID, draw *netmodel.Draw, g *netmo
 	}
 	sum = 0
 	for _, e := range g.Edges {
-		sum += draw.Latency[e[0]][e[1]]
+		sum += draw.OneWay(e[0], e[1])
 	}
 	if len(g.Edges) > 0 {
 		graph = (sum / des.Time(len(g.Edges))).Seconds() * 1000

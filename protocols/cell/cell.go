@@ -412,7 +412,7 @@ func Run(cfg Config) (*Record, error) {
 	sim := des.NewSim()
 	live := des.NewLive(sim)
 	nw, err := netmodel.New(sim, netmodel.Config{
-		Latency:    draw.LatencyMatrix(),
+		Latency:    draw.LatencyModel(),
 		Seed:       cfg.Seed,
 		SockBufMax: p.SockBufMax,
 		SndBufMax:  p.SndBufMax,

@@ -495,8 +495,12 @@ func TestLateReceivers(t *testing.T) {
 // (10+20+10+20)/4 = 15 ms; the dial graph's two edges (0,1) and (1,2)
 // average 20 ms.
 func TestMeshLatency(t *testing.T) {
-	ms := des.Millisecond
-	draw := &netmodel.Draw{N: 3, Latency: [][]des.Time{{ms, 10 * ms, 20 * ms}, {10 * ms, ms, 30 * ms}, {20 * ms, 30 * ms, ms}}}
+	draw, err := netmodel.ReadDraw(strings.NewReader(`{"n": 3, "seed": 0, "model": "geo", "scenario": "home", "degree": 2,
+		"edges": [[0, 1], [0, 2], [1, 2]], "up_bps": [50000000, 50000000, 50000000], "down_bps": [100000000, 100000000, 100000000],
+		"latency_ns": [[1000000, 10000000, 20000000], [10000000, 1000000, 30000000], [20000000, 30000000, 1000000]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	g := &netmodel.Graph{N: 3, Degree: 1, Edges: [][2]int{{0, 1}, {1, 2}}}
 	ids := []peer.ID{"a", "b", "c"}
 	tr := []*tracer{newTracer([]string{Topic}), newTracer([]string{Topic}), newTracer([]string{Topic})}
