@@ -145,6 +145,9 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 	if cfg.Loss < 0 || cfg.Loss >= 1 {
 		return nil, fmt.Errorf("netmodel: loss %g out of range [0, 1)", cfg.Loss)
 	}
+	if err := checkLatencyModel(cfg.Latency); err != nil {
+		return nil, fmt.Errorf("netmodel: Config.Latency: %w", err)
+	}
 	if m, ok := cfg.Latency.(MinLatencyModel); ok {
 		sim.SetLookahead(m.MinLatency())
 	}
@@ -155,6 +158,25 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 		pipes:   make(map[uint64]*pipe),
 		lossKey: des.NewStreams(cfg.Seed).Stream("netmodel/loss").Uint64(),
 	}, nil
+}
+
+// checkLatencyModel checks the parameters of the latency models of this
+// package against [0, des.MaxLatency]: a FixedLatency or UniformLatency
+// built without LatencyModelByName, or a LatencyMatrix filled in code.
+func checkLatencyModel(m LatencyModel) error {
+	switch m := m.(type) {
+	case FixedLatency:
+		if m < 0 || des.Time(m) > des.MaxLatency {
+			return fmt.Errorf("fixed latency %v: want 0 to %v (des.MaxLatency)", des.Time(m), des.MaxLatency)
+		}
+	case UniformLatency:
+		if _, err := newUniformLatency(m.Lo, m.Hi, m.Seed); err != nil {
+			return err
+		}
+	case *LatencyMatrix:
+		return m.check(m.N)
+	}
+	return nil
 }
 
 // Sim is the simulation the network runs on.
@@ -304,7 +326,17 @@ func (nd *Node) departUp(p *Packet, now des.Time) bool {
 		nd.drop(p, DropLoss)
 		return true
 	}
-	n.pipe(from, to).push(p, now+n.cfg.Latency.Latency(from, to))
+	lat := n.cfg.Latency.Latency(from, to)
+	if lat < 0 || lat > des.Never-now {
+		// The models of this package and the draws ReadDraw accepts keep
+		// every latency within [0, des.MaxLatency], and New checks the
+		// parameters of the ones it knows; a model written elsewhere that
+		// does not would make the arrival instant precede now or wrap past
+		// des.Never. Stop here, naming the pair, before the event queue
+		// sees the instant.
+		panic(fmt.Sprintf("netmodel: latency model %T gives %v from node %d to node %d at %v: want 0 to %v", n.cfg.Latency, lat, from, to, now, des.MaxLatency))
+	}
+	n.pipe(from, to).push(p, now+lat)
 	return true
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/queues"
 )
@@ -473,5 +474,51 @@ func TestHostQueueChain(t *testing.T) {
 	// packet's 8 µs in the host) and arrives 1 ms later.
 	if len(*got) != 20 || (*got)[19] != 21*des.Millisecond+8*des.Microsecond {
 		t.Fatalf("received %d, last at %v; want 20, at 21.008ms", len(*got), (*got)[len(*got)-1])
+	}
+}
+
+// New refuses the package's latency models with parameters outside
+// [0, des.MaxLatency], whichever way they were built.
+func TestNewChecksLatencyBounds(t *testing.T) {
+	maxL, over := des.MaxLatency.String(), (des.MaxLatency + 1).String()
+	for _, c := range []struct {
+		model LatencyModel
+		want  string
+	}{
+		{FixedLatency(des.MaxLatency + 1), "netmodel: Config.Latency: fixed latency " + over + ": want 0 to " + maxL + " (des.MaxLatency)"},
+		{FixedLatency(-1), "fixed latency -1ns: want 0 to"},
+		{UniformLatency{Lo: 5, Hi: 1}, "uniform latency [5ns, 1ns]: need 0 <= lo <= hi"},
+		{UniformLatency{Hi: des.Never}, "uniform latency [0s, never]: need 0 <= lo <= hi"},
+		{&LatencyMatrix{N: 2, OneWay: []des.Time{0, 1, 2, des.Never}}, "latency_ns[1][1] = 9223372036854775807 ns is above the largest latency"},
+		{&LatencyMatrix{N: 2, OneWay: []des.Time{0, -1, 2, 3}}, "latency_ns[0][1] = -1 ns is negative"},
+		{&LatencyMatrix{N: 3, OneWay: []des.Time{0, 1, 2, 3}}, "latency_ns: a matrix of 4 entries for 3 nodes, want 3 x 3"},
+		{&LatencyMatrix{N: 1 << 32}, "latency_ns: a matrix of 0 entries for 4294967296 nodes"},
+	} {
+		_, err := New(des.NewSim(), Config{Latency: c.model})
+		require.ErrorContains(t, err, c.want, "%#v", c.model)
+	}
+	for _, ok := range []LatencyModel{FixedLatency(des.MaxLatency), UniformLatency{Hi: des.MaxLatency}, &LatencyMatrix{N: 1, OneWay: []des.Time{des.MaxLatency}}} {
+		_, err := New(des.NewSim(), Config{Latency: ok})
+		require.NoError(t, err, "%#v", ok)
+	}
+}
+
+// A latency model of other code that breaks the bound is stopped where
+// the arrival instant is computed, naming the pair, before the event queue
+// sees an instant that wrapped past des.Never.
+func TestDepartureLatencyOverflow(t *testing.T) {
+	for _, c := range []struct {
+		lat  des.Time
+		want string
+	}{
+		{des.Never, "netmodel: latency model netmodel.latencyTable gives never from node 0 to node 1 at 5ms: want 0 to " + des.MaxLatency.String()},
+		{-des.Millisecond, "netmodel: latency model netmodel.latencyTable gives -1ms from node 0 to node 1 at 5ms: want 0 to " + des.MaxLatency.String()},
+	} {
+		sim, n := twoNodes(t, Config{Latency: latencyTable{{0, 1}: c.lat}}, ShaperConfig{}, nil)
+		tx, _ := n.Node(0).Bind(ProtoUDP, 1, NeverBlock)
+		sim.RunUntil(5 * des.Millisecond)
+		require.NoError(t, tx.Send(1, 1, []byte("x"), sim.Now()))
+		require.PanicsWithValue(t, c.want, func() { sim.Run() })
+		require.Zero(t, sim.Pending(), "nothing was scheduled at a wrapped instant")
 	}
 }
