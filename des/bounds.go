@@ -222,7 +222,7 @@ func ParseProbability(s string, oneAllowed bool) (float64, error) {
 	pct := strings.HasSuffix(t, "%")
 	v, err := ParseFinite(strings.TrimSuffix(t, "%"))
 	if err != nil {
-		return 0, fmt.Errorf("fraction %w, such as 0.5%% or 0.005", err)
+		return 0, fmt.Errorf("fraction %q: want a finite decimal number, such as 0.5%% or 0.005", s)
 	}
 	if pct {
 		v /= 100
