@@ -18,10 +18,11 @@ import (
 const MaxPayload = 1 << 30
 
 // Check makes every check Run makes before it builds a host, so that a
-// sweep's parent process can refuse a bad cell before any cell starts: the
-// settings and their bounds, the arm's units for the payload, the topology
-// draw, every node's queue disciplines, the TCP model, and the settings
-// that one transport or arm cannot use. Run calls it too.
+// sweep's parent process can refuse a bad cell before any cell starts:
+// the settings and their bounds, the arm's units for the payload, the
+// topology draw's parameters (or an imported draw), every node's queue
+// disciplines, the TCP model, and the settings that one transport or arm
+// cannot use. Run calls it too.
 func (c Config) Check() error {
 	c.Defaults()
 	if err := c.validate(); err != nil {
@@ -40,7 +41,7 @@ func (c Config) Check() error {
 			return fmt.Errorf("topology: %w", err)
 		}
 		n = c.Topology.N
-	} else if _, err := netmodel.NewDraw(c.N, c.Degree, c.Seed, c.Latency, c.Net); err != nil {
+	} else if err := netmodel.CheckDraw(c.N, c.Degree, c.Latency, c.Net); err != nil {
 		return fmt.Errorf("topology: %w", err)
 	}
 	if err := c.checkQdiscs(n); err != nil {
