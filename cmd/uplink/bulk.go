@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,7 +142,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
+	defer stopProfile() // on a panic; its error is then lost
 	fmt.Fprintf(stderr, "bulk: %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, *tcpPreset), cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
 	var res bulk.Result
 	start := time.Now()
@@ -152,11 +152,15 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		return err
 	}, opts...)
 	wall := time.Since(start)
+	profErr := stopProfile()
 	if err != nil {
+		if profErr != nil {
+			return fmt.Errorf("bulk: %w; %v", err, profErr)
+		}
 		return fmt.Errorf("bulk: %w", err)
 	}
 	printBulk(stdout, cfg, res, wall)
-	return nil
+	return profErr
 }
 
 // tcpConfig is the TCP model of --tcp preset with the --cc and --pacing
@@ -253,23 +257,32 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 }
 
 // startCPUProfile starts the CPU profiler writing to path ("" : none) and
-// returns the function that stops it. It must run outside the bubble: the
+// returns the function that stops it and renames the profile into place,
+// or removes it and returns the error when it could not be written; stop
+// may be called more than once. It must run outside the bubble: the
 // profiler's writer goroutine inside it would keep virtual time from
 // advancing.
-func startCPUProfile(path string) (stop func(), err error) {
+func startCPUProfile(path string) (stop func() error, err error) {
 	if path == "" {
-		return func() {}, nil
+		return func() error { return nil }, nil
 	}
-	f, err := os.Create(path)
+	f, err := createAtomic(path)
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		f.discard()
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+	var once sync.Once
+	var stopErr error
+	return func() error {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			if err := f.commit(); err != nil {
+				stopErr = fmt.Errorf("--cpuprofile: %w", err)
+			}
+		})
+		return stopErr
 	}, nil
 }
