@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,11 +11,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"github.com/uplinksim/uplink/des"
@@ -128,39 +129,131 @@ func runChild(ctx context.Context, self string, c cell.Config, env, args []strin
 	if err != nil {
 		return nil, fmt.Errorf("encoding the cell: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, self, append([]string{"cell"}, args...)...)
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(in)
-	var outBuf bytes.Buffer
-	cmd.Stdout = &outBuf
-	errPipe, err := cmd.StderrPipe()
+	out, state, err := runProcess(ctx, self, append([]string{"cell"}, args...), env, in, progress)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s cell: %w", self, err)
-	}
-	var tail []string
-	sc := bufio.NewScanner(errPipe)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		progress(sc.Text())
-		tail = append(tail, sc.Text())
-		if len(tail) > 20 {
-			tail = tail[1:]
-		}
-	}
-	if err := cmd.Wait(); err != nil {
-		return nil, fmt.Errorf("%v; last lines:\n%s", err, strings.Join(tail, "\n"))
-	}
 	var rec cell.Record
-	if err := json.Unmarshal(outBuf.Bytes(), &rec); err != nil {
+	if err := json.Unmarshal(out, &rec); err != nil {
 		return nil, fmt.Errorf("reading the cell's record: %w", err)
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
 		rec.MaxRSSKB = ru.Maxrss
 	}
 	return &rec, nil
+}
+
+// maxShownLine is how much of one line of a child's standard error is
+// shown and kept; the rest is read and counted.
+const maxShownLine = 4 << 10
+
+// tailLines is how many of a child's last lines of standard error an
+// error quotes.
+const tailLines = 20
+
+// runProcess runs path with args in a child process with env and stdin,
+// and returns its standard output and its state once it has exited. Each
+// line of its standard error goes to progress as it comes, cut to
+// maxShownLine bytes; the last lines are quoted in the error of a failed
+// child. The child dies with the parent (setChildProcess); when ctx is
+// done, and whenever runProcess returns, the child's whole process group is
+// killed.
+func runProcess(ctx context.Context, path string, args, env []string, stdin []byte, progress func(string)) (stdout []byte, state *os.ProcessState, err error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(stdin)
+	var outBuf bytes.Buffer
+	cmd.Stdout = &outBuf
+	// Not a pipe read here: exec copies the child's standard error to the
+	// line writer until EOF, so the child never blocks on a full pipe.
+	lines := &lineWriter{emit: progress}
+	cmd.Stderr = lines
+	setChildProcess(cmd)
+	// Bounds the wait for the output copies once the child has exited,
+	// should anything else hold its pipes open.
+	cmd.WaitDelay = 5 * time.Second
+	// The parent-death signal is tied to the thread that starts the child:
+	// keep this goroutine on that thread until the child has been waited
+	// for, so the thread does not exit under a running child.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	// Whatever way this returns (an error, a panic), nothing the child
+	// started outlives it.
+	defer killChildGroup(cmd)
+	err = cmd.Wait()
+	lines.flush()
+	if err != nil {
+		return nil, cmd.ProcessState, fmt.Errorf("%v; last lines:\n%s", err, strings.Join(lines.tail, "\n"))
+	}
+	return outBuf.Bytes(), cmd.ProcessState, nil
+}
+
+// lineWriter splits what is written to it into lines of any length, hands
+// each to emit cut to maxShownLine bytes (with a note of how much was
+// cut), and keeps the last tailLines of them.
+type lineWriter struct {
+	emit func(string)
+	buf  []byte // the current line's first bytes, at most maxShownLine
+	cut  int    // the current line's bytes beyond buf
+	tail []string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		keep := min(len(part), maxShownLine-len(w.buf))
+		w.buf = append(w.buf, part[:keep]...)
+		w.cut += len(part) - keep
+		if i < 0 {
+			break
+		}
+		w.endLine()
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush ends a last line that has no newline.
+func (w *lineWriter) flush() {
+	if len(w.buf) > 0 || w.cut > 0 {
+		w.endLine()
+	}
+}
+
+func (w *lineWriter) endLine() {
+	b, cut := w.buf, w.cut
+	if cut > 0 {
+		// Cut at a character boundary.
+		for k := 1; k < utf8.UTFMax && k <= len(b); k++ {
+			if utf8.RuneStart(b[len(b)-k]) {
+				if !utf8.FullRune(b[len(b)-k:]) {
+					cut += k
+					b = b[:len(b)-k]
+				}
+				break
+			}
+		}
+	}
+	line := string(b)
+	if cut > 0 {
+		line += fmt.Sprintf(" [... %d more bytes of this line not shown]", cut)
+	}
+	w.buf, w.cut = w.buf[:0], 0
+	w.tail = append(w.tail, line)
+	if len(w.tail) > tailLines {
+		w.tail = w.tail[1:]
+	}
+	if w.emit != nil {
+		w.emit(line)
+	}
 }
 
 // cmdCell runs one cell given as JSON on stdin and writes its record as
