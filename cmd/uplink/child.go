@@ -273,10 +273,20 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("cell: reading the configuration: %w", err)
 	}
 	c.Progress = stderr
+	finishProfiles := func() error { return nil }
 	if *prefix != "" {
-		hook, stop := phaseProfiler(*prefix, stderr)
-		defer stop()
+		hook, stop, err := phaseProfiler(*prefix)
+		if err != nil {
+			return fmt.Errorf("cell: profiles: %w", err)
+		}
+		defer stop() // on the error paths; the cell's error is then the one reported
 		c.PhaseHook = hook
+		finishProfiles = func() error {
+			if err := stop(); err != nil {
+				return fmt.Errorf("cell: profiles: %w", err)
+			}
+			return nil
+		}
 	}
 	var rec *cell.Record
 	err := des.RunInBubble(func(*testing.T) error {
@@ -286,6 +296,10 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			// The record is complete but the bubble cannot end: its
 			// goroutines still run. Hand the record over and leave.
 			fmt.Fprintf(stderr, "warning: %v; the record is written, teardown_s is 0\n", err)
+			if err := finishProfiles(); err != nil {
+				fmt.Fprintf(stderr, "uplink: %v\n", err)
+				os.Exit(1)
+			}
 			if err := json.NewEncoder(stdout).Encode(rec); err != nil {
 				fmt.Fprintf(stderr, "cell: writing the record: %v\n", err)
 				os.Exit(1)
@@ -295,6 +309,10 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	})
 	if err != nil {
+		return err
+	}
+	// A profile that could not be written fails the cell.
+	if err := finishProfiles(); err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(rec)

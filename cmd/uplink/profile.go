@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"sync"
 	"time"
 )
 
@@ -17,37 +17,55 @@ import (
 // completion has let most copies go by then, so the end shows little of
 // what set the peak RSS.
 //
+// It fails at once when no file can be created beside prefix. Each file is
+// written under a temporary name and renamed into place when complete. The
+// first error ends profiling and is returned by stop, which ends the last
+// profile; stop may be called more than once.
+//
 // The profiler must run outside the synctest bubble: its writer goroutine
 // inside it would keep virtual time from advancing. So the hook, called by
 // the cell inside the bubble, hands each switch to a goroutine started here
-// and waits for it; errors are reported on errw and end profiling.
-func phaseProfiler(prefix string, errw io.Writer) (hook func(phase string), stop func()) {
+// and waits for it.
+func phaseProfiler(prefix string) (hook func(phase string), stop func() error, err error) {
+	probe, err := createAtomic(prefix + "-hosts.cpu.prof")
+	if err != nil {
+		return nil, nil, err
+	}
+	probe.discard()
 	req := make(chan string)
 	ack := make(chan struct{})
-	var cur *os.File
-	var stopPeak func()
+	var cur *atomicFile
+	var stopPeak func() error
+	var firstErr error // written by the goroutine only; read after ack closes
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	end := func() {
 		if cur != nil {
 			pprof.StopCPUProfile()
-			cur.Close()
+			if err := cur.commit(); err != nil {
+				fail(fmt.Errorf("cpu profile: %w", err))
+			}
 			cur = nil
 		}
 		if stopPeak != nil {
-			stopPeak()
+			if err := stopPeak(); err != nil {
+				fail(err)
+			}
 			stopPeak = nil
 		}
 	}
-	failed := false
 	go func() {
 		for phase := range req {
 			end()
-			if phase == "delivery" && !failed {
-				stopPeak = peakHeap(prefix+"-delivery-peak.heap.prof", 500*time.Millisecond, errw)
+			if phase == "delivery" && firstErr == nil {
+				stopPeak = peakHeap(prefix+"-delivery-peak.heap.prof", 500*time.Millisecond)
 			}
-			if !failed {
+			if firstErr == nil {
 				if err := switchProfile(prefix, phase, &cur); err != nil {
-					fmt.Fprintf(errw, "profiling stopped: %v\n", err)
-					failed = true
+					fail(err)
 				}
 			}
 			ack <- struct{}{}
@@ -59,28 +77,32 @@ func phaseProfiler(prefix string, errw io.Writer) (hook func(phase string), stop
 		req <- phase
 		<-ack
 	}
-	stop = func() {
-		close(req)
-		<-ack
+	var once sync.Once
+	stop = func() error {
+		once.Do(func() {
+			close(req)
+			<-ack
+		})
+		return firstErr
 	}
-	return hook, stop
+	return hook, stop, nil
 }
 
 // switchProfile writes the heap when the teardown starts, then starts the
 // CPU profile of phase.
-func switchProfile(prefix, phase string, cur **os.File) error {
+func switchProfile(prefix, phase string, cur **atomicFile) error {
 	if phase == "teardown" {
 		runtime.GC() // the heap profile shows the live heap as of the last GC
 		if err := writeHeap(prefix + "-delivery.heap.prof"); err != nil {
 			return err
 		}
 	}
-	f, err := os.Create(prefix + "-" + phase + ".cpu.prof")
+	f, err := createAtomic(prefix + "-" + phase + ".cpu.prof")
 	if err != nil {
-		return err
+		return fmt.Errorf("cpu profile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		f.discard()
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	*cur = f
@@ -90,10 +112,11 @@ func switchProfile(prefix, phase string, cur **os.File) error {
 // peakHeap polls the live heap (as of the last GC) every poll of wall
 // time and writes the heap profile to path whenever the live heap has grown
 // by a twentieth over the last one written. It runs outside the bubble;
-// stop ends it and waits.
-func peakHeap(path string, poll time.Duration, errw io.Writer) (stop func()) {
+// stop ends it, waits, and returns the error that ended it early, if any.
+func peakHeap(path string, poll time.Duration) (stop func() error) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	var err error
 	go func() {
 		defer close(finished)
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -108,36 +131,33 @@ func peakHeap(path string, poll time.Duration, errw io.Writer) (stop func()) {
 			}
 			metrics.Read(sample)
 			if sample[0].Value.Kind() != metrics.KindUint64 {
-				fmt.Fprintf(errw, "peak heap profile: metric %s unsupported\n", sample[0].Name)
+				err = fmt.Errorf("peak heap profile: metric %s unsupported", sample[0].Name)
 				return
 			}
 			live := sample[0].Value.Uint64()
 			if live < written+written/20 {
 				continue
 			}
-			if err := writeHeap(path); err != nil {
-				fmt.Fprintf(errw, "peak heap profile stopped: %v\n", err)
+			if err = writeHeap(path); err != nil {
+				err = fmt.Errorf("peak %w", err)
 				return
 			}
 			written = live
 		}
 	}()
-	return func() {
+	return func() error {
 		close(done)
 		<-finished
+		return err
 	}
 }
 
 // writeHeap writes the heap profile (the live heap as of the last GC) to
 // path.
 func writeHeap(path string) error {
-	f, err := os.Create(path)
+	err := writeFileAtomic(path, func(w io.Writer) error { return pprof.Lookup("heap").WriteTo(w, 0) })
 	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		f.Close()
 		return fmt.Errorf("heap profile: %w", err)
 	}
-	return f.Close()
+	return nil
 }
