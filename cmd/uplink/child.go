@@ -30,28 +30,32 @@ import (
 type runOpts struct {
 	jobs    int
 	out     string
+	outFlag string // the flag that named out, for its errors ("" reads --out)
 	env     []string
 	profDir string
 }
 
 // runCells runs the cells in child processes, appending each record to
 // o.out as it arrives, with progress on stderr. It returns the records in
-// the order of cfgs (nil where a cell failed or was not run).
+// the order of cfgs (nil where a cell failed or was not run). A record
+// that cannot be written stops the other cells and fails the run.
 func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, error) {
-	jobs, outPath := o.jobs, o.out
+	jobs, outFlag := o.jobs, cmpOr(o.outFlag, "--out")
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("run: finding the uplink binary to run cells: %w", err)
 	}
 	var outFile *os.File
-	if outPath != "" {
-		if outFile, err = os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return nil, fmt.Errorf("--out: %w", err)
+	if o.out != "" {
+		if outFile, err = openRecordFile(o.out); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", outFlag, o.out, err)
 		}
 		defer outFile.Close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, cancel := context.WithCancel(sigCtx)
+	defer cancel()
 	start := time.Now()
 	type result struct {
 		i   int
@@ -92,6 +96,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	}()
 	recs := make([]*cell.Record, len(cfgs))
 	var failures []string
+	var writeErr error
 	done := 0
 	for r := range results {
 		done++
@@ -100,10 +105,11 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 			continue
 		}
 		recs[r.i] = r.rec
-		if outFile != nil {
-			b, _ := json.Marshal(r.rec)
-			if _, err := outFile.Write(append(b, '\n')); err != nil {
-				return recs, fmt.Errorf("--out: %w", err)
+		if outFile != nil && writeErr == nil {
+			if err := appendRecord(outFile, r.rec); err != nil {
+				writeErr = fmt.Errorf("%s %s: writing the record of %s %s seed %d: %w; the other cells were stopped",
+					outFlag, o.out, r.rec.Arm, r.rec.Profile, r.rec.Seed, err)
+				cancel()
 			}
 		}
 		el := time.Since(start)
@@ -113,13 +119,31 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 			done, len(cfgs), r.rec.Arm, r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second))
 		mu.Unlock()
 	}
-	if ctx.Err() != nil {
+	if outFile != nil {
+		if err := outFile.Close(); err != nil && writeErr == nil {
+			writeErr = fmt.Errorf("%s %s: %w", outFlag, o.out, pathErrCause(err))
+		}
+	}
+	if writeErr != nil {
+		return recs, writeErr
+	}
+	if sigCtx.Err() != nil {
 		return recs, errors.New("interrupted; the records written so far are complete")
 	}
 	if len(failures) > 0 {
 		return recs, fmt.Errorf("%d of %d cells failed:\n  %s", len(failures), len(cfgs), strings.Join(failures, "\n  "))
 	}
 	return recs, nil
+}
+
+// appendRecord appends rec to a records file as one line, in one write.
+func appendRecord(f *os.File, rec *cell.Record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	return pathErrCause(err)
 }
 
 // runChild runs one cell in a child process and returns its record with the

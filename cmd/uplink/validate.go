@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,7 +151,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if *cache == "" {
 			*cache = "study-" + *study + ".jsonl"
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *dryRun, *cache, *reuse, check, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -161,7 +162,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	records := map[string]*cell.Record{}
 	if !*fresh {
-		if records, err = readAllRecords(*cache, *reuse, ver, *anyVersion, stderr); err != nil {
+		if records, err = readAllRecords(*cache, *reuse, ver, *anyVersion, *cachedOnly, stderr); err != nil {
 			return err
 		}
 	}
@@ -237,8 +238,9 @@ func recordSources(cache string, reuse []string) string {
 }
 
 // readAllRecords reads the --reuse files in order and then the cache,
-// a later file's record winning for a key in several.
-func readAllRecords(cache string, reuse []string, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
+// a later file's record winning for a key in several. With cachedOnly and
+// no --reuse file, the cache must exist: there is nothing else to compare.
+func readAllRecords(cache string, reuse []string, v string, anyVersion, cachedOnly bool, stderr io.Writer) (map[string]*cell.Record, error) {
 	out := map[string]*cell.Record{}
 	var paths []string
 	for _, path := range reuse {
@@ -248,13 +250,23 @@ func readAllRecords(cache string, reuse []string, v string, anyVersion bool, std
 		}
 		paths = append(paths, matches...)
 	}
-	for _, path := range append(paths, cache) {
-		recs, err := readRecords(path, v, anyVersion, stderr)
+	if cachedOnly && len(paths) == 0 {
+		if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
+			return nil, usageError{fmt.Errorf("--cached-only: the --cache file %s does not exist; name the records file with --cache, or run without --cached-only to fill it", cache)}
+		}
+	}
+	for _, path := range paths {
+		recs, err := readRecords(path, "--reuse", v, anyVersion, stderr)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(out, recs)
 	}
+	recs, err := readRecords(cache, "--cache", v, anyVersion, stderr)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, recs)
 	return out, nil
 }
 
@@ -278,42 +290,92 @@ func reusePaths(pattern string) ([]string, error) {
 	return matches, nil // Glob sorts them
 }
 
-// readRecords reads a JSON Lines records file into a map by key (a later
-// record of the same key wins), keeping only version v's records unless
-// anyVersion. A missing file is empty; a line that does not parse (a run
-// killed mid-write) is skipped with its line number.
-func readRecords(path, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
+// utf8BOM is the UTF-8 byte-order mark.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+// readRecords reads a JSON Lines records file, given with flag (--cache or
+// --reuse), into a map by key (a later record of the same key wins),
+// keeping only version v's records unless anyVersion. A missing --cache is
+// empty (a first run creates it). A record cut short (a writer killed
+// mid-line) is skipped with a warning; any other line that is not a cell
+// record is an error naming the file and line.
+func readRecords(path, flag, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
 	out := map[string]*cell.Record{}
 	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) && flag == "--cache" {
 		return out, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--cache: %w", err)
+		return nil, fmt.Errorf("%s %s: %w", flag, path, pathErrCause(err))
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	other := 0
-	for line := 1; sc.Scan(); line++ {
-		var r cell.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Key == "" {
-			fmt.Fprintf(stderr, "uplink: %s line %d: not a cell record, skipped\n", path, line)
-			continue
-		}
-		if r.Version != v && !anyVersion {
-			other++
-			continue
-		}
-		out[r.Key] = &r
+	if st, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, path, pathErrCause(err))
+	} else if !st.Mode().IsRegular() {
+		return nil, usageError{fmt.Errorf("%s %s: not a regular file (a records file is JSON Lines, one record a line)", flag, path)}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--cache %s: %w", path, err)
+	r := bufio.NewReaderSize(f, 1<<20)
+	other := 0
+	for line := 1; ; line++ {
+		b, err := r.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("%s %s line %d: %w", flag, path, line, pathErrCause(err))
+		}
+		if len(b) == 0 && err == io.EOF {
+			break
+		}
+		if line == 1 && bytes.HasPrefix(b, utf8BOM) {
+			return nil, usageError{fmt.Errorf("%s %s line 1: starts with a UTF-8 byte-order mark; a records file is JSON Lines without one (remove the first 3 bytes)", flag, path)}
+		}
+		rec, perr := parseRecord(bytes.TrimSuffix(b, []byte{'\n'}))
+		switch {
+		case perr == errBlankLine:
+		case perr == errRecordCut:
+			fmt.Fprintf(stderr, "uplink: %s line %d: a record cut short (a writer stopped mid-line), skipped\n", path, line)
+		case perr != nil:
+			return nil, usageError{fmt.Errorf("%s %s line %d: not a cell record: %w", flag, path, line, perr)}
+		case rec.Version != v && !anyVersion:
+			other++
+		default:
+			out[rec.Key] = rec
+		}
+		if err == io.EOF {
+			break
+		}
 	}
 	if other > 0 {
 		fmt.Fprintf(stderr, "uplink: %s: %d records from other uplink versions not reused (this is %s; --any-version reuses them)\n", path, other, v)
 	}
 	return out, nil
+}
+
+var (
+	errBlankLine = errors.New("blank line")
+	errRecordCut = errors.New("record cut short")
+)
+
+// parseRecord reads one line of a records file: a cell record, or
+// errBlankLine, or errRecordCut for the start of a record that ends
+// early.
+func parseRecord(line []byte) (*cell.Record, error) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil, errBlankLine
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var rec cell.Record
+	if err := dec.Decode(&rec); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, errRecordCut
+		}
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value on the line")
+	}
+	if rec.Key == "" {
+		return nil, errors.New("no cell key")
+	}
+	return &rec, nil
 }
 
 // printPlan lists the cells a replay runs and the rows it leaves out.
@@ -428,7 +490,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache strin
 	for i := range cfgs {
 		cfgs[i].SetupProcs = setupProcs
 	}
-	recs, err := runCells(cfgs, runOpts{jobs: jobs, out: cache, env: env}, stderr)
+	recs, err := runCells(cfgs, runOpts{jobs: jobs, out: cache, outFlag: "--cache", env: env}, stderr)
 	for _, r := range recs {
 		if r != nil {
 			records[r.Key] = r
@@ -438,7 +500,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache strin
 }
 
 // runStudy runs a study's missing cells and prints its table and reading.
-func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun bool, cache string, reuse []string,
+func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string,
 	check func([]cell.Config) error, run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, err := validate.LookupStudy(name)
 	if err != nil {
@@ -455,7 +517,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, dryRun boo
 	}
 	records := map[string]*cell.Record{}
 	if !fresh {
-		if records, err = readAllRecords(cache, reuse, o.Base.Version, anyVersion, stderr); err != nil {
+		if records, err = readAllRecords(cache, reuse, o.Base.Version, anyVersion, cachedOnly, stderr); err != nil {
 			return err
 		}
 	}
