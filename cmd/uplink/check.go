@@ -20,7 +20,7 @@ const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the mach
 // fit in memory at once (memS, or the machine's available memory). Its
 // errors are usage errors naming the cell.
 func checkCells(cfgs []cell.Config, jobs int, memS string) error {
-	// The memory first: checking a cell builds its topology draw.
+	// The memory first: it is the cheaper check, and names the size.
 	if err := checkMemory(cfgs, jobs, memS); err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if err := checkMemory([]cell.Config{base}, 1, *memS); err != nil {
 			return err
 		}
-		if _, err := netmodel.NewDraw(*nodes, *degree, seeds[0], *latency, *netS); err != nil {
+		if err := netmodel.CheckDraw(*nodes, *degree, *latency, *netS); err != nil {
 			return usageError{fmt.Errorf("--nodes %d --degree %d --net %s --latency %s: %w", *nodes, *degree, *netS, *latency, err)}
 		}
 	}
@@ -195,15 +195,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		f, err := os.Create(*exportTopo)
-		if err != nil {
+		if err := writeFileAtomic(*exportTopo, d.WriteJSON); err != nil {
 			return fmt.Errorf("--export-topology: %w", err)
 		}
-		if err := d.WriteJSON(f); err != nil {
-			f.Close()
-			return fmt.Errorf("--export-topology: %w", err)
-		}
-		return f.Close()
+		return nil
 	}
 	var jobsList []cell.Config
 	for _, name := range strings.Split(*profilesS, ",") {
