@@ -52,6 +52,13 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 		}
 		defer outFile.Close()
 	}
+	// Each cell runs in a network namespace of its own where the machine
+	// allows it, so that its hosts see no real interface.
+	isolate := true
+	if err := netIsolation(self); err != nil {
+		isolate = false
+		fmt.Fprintf(stderr, "uplink: warning: cells run in this machine's network namespace, so go-libp2p may list its interfaces (%v)\n", err)
+	}
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithCancel(sigCtx)
@@ -83,7 +90,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 				if o.profDir != "" {
 					args = []string{"--profile-prefix", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%s-%d", c.Arm, c.Profile.Name, c.Seed))}
 				}
-				rec, err := runChild(ctx, self, c, o.env, args, func(line string) {
+				rec, err := runChild(ctx, self, c, o.env, args, isolate, func(line string) {
 					mu.Lock()
 					fmt.Fprintf(stderr, "[%s %s seed %d] %s\n", c.Arm, c.Profile.Name, c.Seed, line)
 					mu.Unlock()
@@ -148,12 +155,12 @@ func appendRecord(f *os.File, rec *cell.Record) error {
 
 // runChild runs one cell in a child process and returns its record with the
 // child's peak RSS.
-func runChild(ctx context.Context, self string, c cell.Config, env, args []string, progress func(string)) (*cell.Record, error) {
+func runChild(ctx context.Context, self string, c cell.Config, env, args []string, isolate bool, progress func(string)) (*cell.Record, error) {
 	in, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the cell: %w", err)
 	}
-	out, state, err := runProcess(ctx, self, append([]string{"cell"}, args...), env, in, progress)
+	out, state, err := runProcess(ctx, self, append([]string{"cell"}, args...), env, in, isolate, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -179,10 +186,10 @@ const tailLines = 20
 // and returns its standard output and its state once it has exited. Each
 // line of its standard error goes to progress as it comes, cut to
 // maxShownLine bytes; the last lines are quoted in the error of a failed
-// child. The child dies with the parent (setChildProcess); when ctx is
-// done, and whenever runProcess returns, the child's whole process group is
-// killed.
-func runProcess(ctx context.Context, path string, args, env []string, stdin []byte, progress func(string)) (stdout []byte, state *os.ProcessState, err error) {
+// child. The child dies with the parent (setChildProcess), and with
+// isolate starts in a network namespace of its own; when ctx is done, and
+// whenever runProcess returns, the child's whole process group is killed.
+func runProcess(ctx context.Context, path string, args, env []string, stdin []byte, isolate bool, progress func(string)) (stdout []byte, state *os.ProcessState, err error) {
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(stdin)
@@ -192,7 +199,7 @@ func runProcess(ctx context.Context, path string, args, env []string, stdin []by
 	// line writer until EOF, so the child never blocks on a full pipe.
 	lines := &lineWriter{emit: progress}
 	cmd.Stderr = lines
-	setChildProcess(cmd)
+	setChildProcess(cmd, isolate)
 	// Bounds the wait for the output copies once the child has exited,
 	// should anything else hold its pipes open.
 	cmd.WaitDelay = 5 * time.Second

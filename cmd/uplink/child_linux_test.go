@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,7 +137,7 @@ func TestRunProcessCancelKillsGroup(t *testing.T) {
 	lines := make(chan string, 10)
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := runProcess(ctx, path, argv, env, nil, func(line string) { lines <- line })
+		_, _, err := runProcess(ctx, path, argv, env, nil, false, func(line string) { lines <- line })
 		done <- err
 	}()
 	a, b := readPID(t, lines), readPID(t, lines)
@@ -222,4 +223,23 @@ func TestRunInterrupted(t *testing.T) {
 			require.True(t, len(data) == 0 || data[len(data)-1] == '\n', "a partial record in %s", out)
 		})
 	}
+}
+
+// TestChildNetworkIsolated: a cell process started with isolation sees no
+// interface address of this machine (go-libp2p lists them), while this
+// process sees its own.
+func TestChildNetworkIsolated(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	require.NoError(t, netIsolation(self), "network namespaces must work on Linux for cells to be isolated")
+	path, argv, env := helperCommand(t, "interfaces")
+	out, _, err := runProcess(context.Background(), path, argv, env, nil, true, func(string) {})
+	require.NoError(t, err)
+	require.Empty(t, strings.TrimSpace(string(out)), "addresses a cell process sees")
+	mine, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	require.NotEmpty(t, mine, "this machine has no interface address to hide; the test shows nothing")
+	out, _, err = runProcess(context.Background(), path, argv, env, nil, false, func(string) {})
+	require.NoError(t, err)
+	require.NotEmpty(t, strings.TrimSpace(string(out)), "without isolation the helper sees this machine's addresses")
 }

@@ -11,7 +11,9 @@ import (
 // setChildProcess makes the context's cancellation kill cmd's process.
 // Outside Linux there is no parent-death signal: a child outlives a parent
 // killed without a chance to end it.
-func setChildProcess(cmd *exec.Cmd) {
+// Isolation (a network namespace of the child's own) is Linux's; isolate
+// is refused earlier by netIsolation.
+func setChildProcess(cmd *exec.Cmd, isolate bool) {
 	cmd.Cancel = func() error { return killChildGroup(cmd) }
 }
 
@@ -24,4 +26,9 @@ func killChildGroup(cmd *exec.Cmd) error {
 		return err
 	}
 	return nil
+}
+
+// netIsolation: network namespaces are Linux's.
+func netIsolation(string) error {
+	return errors.New("network namespaces are Linux's")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,17 @@ func TestHelperProcess(t *testing.T) {
 		os.Stderr.Write(bytes.Repeat([]byte("q"), 3<<20))
 		os.Stderr.WriteString("\nthe real error: queue spec too long\n")
 		os.Exit(1)
+	case "interfaces":
+		// The addresses of every interface this process sees.
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		for _, a := range addrs {
+			fmt.Println(a)
+		}
+		os.Exit(0)
 	case "sleep":
 		fmt.Fprintf(os.Stderr, "pid %d\n", os.Getpid())
 		time.Sleep(5 * time.Minute)
@@ -74,7 +86,7 @@ func TestHelperProcess(t *testing.T) {
 		// The parent side of runCells: a sleeping child, its lines on
 		// standard output.
 		path, argv, env := helperCommand(t, "sleep")
-		_, _, err := runProcess(context.Background(), path, argv, env, nil, func(line string) { fmt.Println(line) })
+		_, _, err := runProcess(context.Background(), path, argv, env, nil, false, func(line string) { fmt.Println(line) })
 		fmt.Println("runProcess:", err)
 		os.Exit(0)
 	case "run":
@@ -92,7 +104,7 @@ func TestRunProcessLongStderrLine(t *testing.T) {
 	var shown []string
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := runProcess(context.Background(), path, argv, env, nil, func(line string) { shown = append(shown, line) })
+		_, _, err := runProcess(context.Background(), path, argv, env, nil, false, func(line string) { shown = append(shown, line) })
 		done <- err
 	}()
 	var err error

@@ -227,9 +227,10 @@ func TestParseUnits(t *testing.T) {
 
 // TestMain lets this test binary stand in for uplink when uplink run, run
 // in-process by a test, starts its cell children (os.Executable is then
-// the test binary): invoked as "<binary> cell", it is uplink's cell command.
+// the test binary): invoked as "<binary> cell" or "<binary> version", it is
+// uplink's command of that name.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "cell" {
+	if len(os.Args) > 1 && (os.Args[1] == "cell" || os.Args[1] == "version") {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())

@@ -124,7 +124,9 @@ func cheapOptions() []libp2p.Option {
 // minute). Both use the listing only to expand unspecified listen
 // addresses (manet.ResolveUnspecifiedAddresses), and a host here has none,
 // so nothing of it reaches an address; the AddrsFactory would drop it if
-// it did.
+// it did. uplink run and validate start every cell process in a network
+// namespace of its own where Linux allows it (cmd/uplink, setChildProcess),
+// so there the listing finds no interface at all.
 func virtualOnly(i int) []libp2p.Option {
 	ip := net.IP(netmodel.NodeAddr(i).AsSlice())
 	return []libp2p.Option{
