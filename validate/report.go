@@ -31,17 +31,32 @@ func WriteReport(dir string, p *Plan, records map[string]*cell.Record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	rows := p.Compare(records)
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(markdown(p, rows, records)), 0o644); err != nil {
+	// Every file is written into a temporary folder beside the report's
+	// files and renamed into place only once all are written: a failure
+	// leaves no partial file, and none at all unless a rename fails.
+	tmp, err := os.MkdirTemp(dir, ".report-")
+	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := bars(filepath.Join(dir, "bars.png"), p, records); err != nil {
+	defer os.RemoveAll(tmp)
+	rows := p.Compare(records)
+	names := []string{"report.md", "bars.png"}
+	if err := os.WriteFile(filepath.Join(tmp, "report.md"), []byte(markdown(p, rows, records)), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := bars(filepath.Join(tmp, "bars.png"), p, records); err != nil {
 		return fmt.Errorf("report: bars: %w", err)
 	}
 	for _, col := range columns(p) {
 		name := "cdf-" + strings.ReplaceAll(col.String(), " ", "-") + ".png"
-		if err := cdf(filepath.Join(dir, name), p, col, records); err != nil {
+		if err := cdf(filepath.Join(tmp, name), p, col, records); err != nil {
 			return fmt.Errorf("report: %s: %w", name, err)
+		}
+		names = append(names, name)
+	}
+	for _, name := range names {
+		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("report: %w", err)
 		}
 	}
 	return nil

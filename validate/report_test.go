@@ -65,6 +65,35 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
+// TestWriteReportLeavesNoPartialFile: a report that cannot be written
+// (here a CDF's name is taken by a folder) fails, and leaves no temporary
+// folder and no file but whole ones of the report.
+func TestWriteReportLeavesNoPartialFile(t *testing.T) {
+	p, err := PlanTable("appendix_d_home", PlanOptions{Seeds: []uint64{7}, Arms: []string{"wholend"}, Backends: []string{"shadow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "cdf-shadow-tcp-fifo.png"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cdf-shadow-tcp-fifo.png", "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReport(dir, p, map[string]*cell.Record{}); err == nil {
+		t.Fatal("WriteReport over a folder succeeded")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "cdf-shadow-tcp-fifo.png" && e.Name() != "report.md" && e.Name() != "bars.png" && e.Name() != "cdf-shadow-quic-fifo.png" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
 // cdfPoints pools a column's seeds: two records of four receivers, one
 // with completion_us (0.5 s, 0.7 s, two censored), one with per-node rows
 // (0.6 s and three censored), give 0.5, 0.6, 0.7 s at 1/8, 2/8, 3/8; a
