@@ -116,6 +116,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"validate", "--study", "pie", "--knob", "uplink-qdisc=nonsense", "--dry-run", "--nodes", "20", "--seeds", "7"}, "unknown discipline \"nonsense\""},
 		{[]string{"validate", "--table", "appendix_d_home", "--nodes", "100001"}, "--nodes 100001: want 2 to 100000"},
 		{[]string{"validate", "--table", "appendix_d_home", "--seeds", "7,7"}, "seed 7 is given twice"},
+		{[]string{"validate", "--table", "appendix_d_home", "--fresh", "--cached-only"}, "together they compare nothing"},
 		// 5. Messages that name the flag.
 		{[]string{"run", "--rate", "NaN"}, "unknown flag: --rate"},
 		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want a finite decimal number"},
@@ -173,6 +174,36 @@ func FuzzParseSeeds(f *testing.F) {
 				t.Fatalf("parseSeeds(%q): seed %d twice", s, x)
 			}
 			seen[x] = true
+		}
+	})
+}
+
+// FuzzReadRecords: no records file makes readRecords panic or hang; what
+// it accepts is keyed by each record's own non-empty key.
+func FuzzReadRecords(f *testing.F) {
+	for _, s := range []string{
+		`{"key":"a1","seed":7,"version":"v"}` + "\n",
+		`{"key":"a1","seed":7,"version":"v"}` + "\n" + `{"key":"b2","se`,
+		"\xef\xbb\xbf{\"key\":\"a1\"}\n",
+		"\n\n{\"key\":\"\"}\n",
+		`{"key":"a1"} {"key":"b2"}`,
+		`[1,2,3]`,
+	} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, s string) {
+		path := filepath.Join(dir, "records.jsonl")
+		require.NoError(t, os.WriteFile(path, []byte(s), 0o644))
+		var errb bytes.Buffer
+		recs, err := readRecords(path, "--cache", "v", true, &errb)
+		if err != nil {
+			return
+		}
+		for k, r := range recs {
+			if k == "" || r == nil || r.Key != k {
+				t.Fatalf("%q: record under key %q: %+v", s, k, r)
+			}
 		}
 	})
 }

@@ -75,6 +75,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("validate: unexpected argument %q", fs.Arg(0))}
 	}
+	if *fresh && *cachedOnly {
+		return usageError{errors.New("validate: --fresh ignores the records and --cached-only runs nothing: together they compare nothing; drop one")}
+	}
 	if (*table == "") == (*study == "") {
 		return usageError{fmt.Errorf("validate: give --table (one of: %s) or --study (one of: %s)", strings.Join(validate.Tables(), ", "), strings.Join(validate.StudyNames(), ", "))}
 	}
