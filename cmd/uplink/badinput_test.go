@@ -61,6 +61,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--background", "64KiB@100ms", "--background-lead", "2h"}, "--background-lead"},
 		{[]string{"bulk", "--duration", "2h"}, "--duration: duration \"2h\": want 1ns to 1h0m0s"},
 		{[]string{"bulk", "--bytes", "1TiB", "--rate", "8kbit"}, "at most 1h0m0s"},
+		{[]string{"bulk", "--duration", "1h", "--rate", "10Tbit"}, "--duration 1h at --rate 10Tbit may send"},
 		// 2. Inputs that crashed: a latency near the largest int64, a
 		// dense n×n allocation, a cell that cannot fit.
 		{[]string{"run", "--topology", farLatency}, "latency"},

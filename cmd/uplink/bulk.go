@@ -75,6 +75,9 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		}
 	} else if cfg.Duration, err = flagDuration("duration", *durS, 1, des.MaxVirtual); err != nil {
 		return err
+	} else if most := float64(cfg.Rate) / 8 * cfg.Duration.Seconds() * float64(max(*flows, 1)); most > float64(des.MaxBytes) {
+		// What a run may send is bounded as --bytes is.
+		return usageError{fmt.Errorf("--duration %s at --rate %s may send %.1f TiB; at most %s (shorten the run or lower the rate)", *durS, *rateS, most/(1<<40), des.FormatBytes(des.MaxBytes))}
 	}
 	for _, kv := range *qdiscs {
 		dir, spec, ok := strings.Cut(kv, "=")
