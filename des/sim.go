@@ -5,8 +5,10 @@
 // # Model time
 //
 // A Sim holds the virtual clock (Time, int64 nanoseconds) and binary heaps
-// of pending timers ordered by (instant, insertion sequence), so two events at
-// the same instant fire in the order they were scheduled. A Timer is owned by
+// of pending timers ordered by (instant, order key, insertion sequence):
+// two events at the same instant fire in the order of their timers' keys
+// (Timer.SetOrder; 0, the default, first), and with equal keys in the order
+// they were scheduled. A Timer is owned by
 // the model object that uses it (a link's next departure, a socket's wake-up)
 // and is rescheduled rather than reallocated, so the steady state allocates
 // nothing per event. Schedule, Cancel and the pop of the next event are
@@ -54,7 +56,32 @@ type Timer struct {
 	at    Time
 	idx   int // position in its class's heap; -1 when not pending
 	class uint8
+	order uint64 // the order key, shifted into place (SetOrder)
 	fn    func(now Time)
+}
+
+// seqBits is the width of the insertion sequence in an entry's order word;
+// the timer's order key fills the bits above it.
+const seqBits = 40
+
+// MaxOrder is the largest order key (SetOrder).
+const MaxOrder = 1<<(64-seqBits) - 1
+
+// SetOrder gives t an order key among the events of its instant: events
+// at one instant fire by ascending key, and with equal keys in the order
+// they were scheduled. The default, 0, fires first. A key that follows
+// from the model (a packet's sending node) rather than from when the
+// event was scheduled keeps the order of simultaneous events the same
+// however the model is split into partitions that schedule them at
+// different times. t must not be pending.
+func (t *Timer) SetOrder(key int) {
+	if t.idx >= 0 {
+		panic("des: SetOrder on a pending timer")
+	}
+	if key < 0 || key > MaxOrder {
+		panic(fmt.Sprintf("des: order key %d out of range [0, %d]", key, MaxOrder))
+	}
+	t.order = uint64(key) << seqBits
 }
 
 // Pending reports whether t is scheduled.
@@ -92,17 +119,18 @@ func (t *Timer) SetClass(c uint8) {
 
 type entry struct {
 	at  Time
-	seq uint64
+	ord uint64 // the timer's order key, then the insertion sequence
 	t   *Timer
 }
 
 func (a *entry) before(b *entry) bool {
-	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+	return a.at < b.at || (a.at == b.at && a.ord < b.ord)
 }
 
 // Sim is a discrete-event simulation: a clock and a queue of timers, kept
-// as one heap per lookahead class; the next event is the earliest
-// head by (instant, insertion sequence), so classes never change the order.
+// as one heap per lookahead class; the next event is the earliest head by
+// (instant, order key, insertion sequence), so classes never change the
+// order.
 // It is not safe for concurrent use; Live serialises access from real code.
 type Sim struct {
 	now       Time
@@ -153,11 +181,15 @@ func (s *Sim) Schedule(t *Timer, at Time) {
 		panic(fmt.Sprintf("des: schedule at %v, before now %v", at, s.now))
 	}
 	s.seq++
+	if s.seq >= 1<<seqBits {
+		panic("des: more than 2^40 events scheduled on one Sim")
+	}
+	ord := t.order | s.seq
 	h := &s.heaps[t.class]
 	if t.idx >= 0 {
 		e := &(*h)[t.idx]
 		old := e.at
-		e.at, e.seq = at, s.seq
+		e.at, e.ord = at, ord
 		t.at = at
 		if at < old {
 			h.up(t.idx)
@@ -168,7 +200,7 @@ func (s *Sim) Schedule(t *Timer, at Time) {
 	}
 	t.at = at
 	t.idx = len(*h)
-	*h = append(*h, entry{at: at, seq: s.seq, t: t})
+	*h = append(*h, entry{at: at, ord: ord, t: t})
 	h.up(t.idx)
 }
 
@@ -247,13 +279,27 @@ func (s *Sim) RunUntil(end Time) {
 	}
 }
 
+// RunBefore runs every event due strictly before end, in order, and leaves
+// the clock at the last event run: a partition's window [start, end) ends
+// before the events at end, which may still be joined by arrivals from
+// other partitions at end.
+func (s *Sim) RunBefore(end Time) {
+	for {
+		h := s.head()
+		if h == nil || (*h)[0].at >= end {
+			return
+		}
+		s.Step()
+	}
+}
+
 // Run runs events until none is pending.
 func (s *Sim) Run() {
 	for s.Step() {
 	}
 }
 
-// eheap is a binary min-heap of entries ordered by (at, seq); each timer
+// eheap is a binary min-heap of entries ordered by (at, ord); each timer
 // knows its index, so Cancel and reschedule are O(log n). A 4-ary heap
 // measured no faster in BenchmarkHold.
 type eheap []entry

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestOrderByTimeThenInsertion(t *testing.T) {
@@ -190,4 +192,43 @@ func BenchmarkHold(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mevents/s")
 		})
 	}
+}
+
+// TestOrderKeys: events at one instant fire by ascending order key, then
+// in the order they were scheduled, whatever the order of scheduling; an
+// earlier instant always comes first.
+func TestOrderKeys(t *testing.T) {
+	s := NewSim()
+	var got []string
+	mk := func(name string, key int) *Timer {
+		tm := s.NewTimer(func(Time) { got = append(got, name) })
+		tm.SetOrder(key)
+		return tm
+	}
+	c, b, a0, a1, early := mk("c", 3), mk("b", 2), mk("a0", 0), mk("a1", 0), mk("early", 9)
+	s.Schedule(c, 10)
+	s.Schedule(b, 10)
+	s.Schedule(a0, 10)
+	s.Schedule(a1, 10)
+	s.Schedule(early, 5)
+	s.Run()
+	require.Equal(t, []string{"early", "a0", "a1", "b", "c"}, got)
+	require.Panics(t, func() { mk("x", MaxOrder+1) })
+	tm := mk("y", 1)
+	s.Schedule(tm, 20)
+	require.Panics(t, func() { tm.SetOrder(2) })
+}
+
+// TestRunBefore: RunBefore stops short of the events at its end.
+func TestRunBefore(t *testing.T) {
+	s := NewSim()
+	var got []Time
+	for _, at := range []Time{3, 7, 10, 12} {
+		s.Schedule(s.NewTimer(func(now Time) { got = append(got, now) }), at)
+	}
+	s.RunBefore(10)
+	require.Equal(t, []Time{3, 7}, got)
+	require.Equal(t, Time(7), s.Now())
+	s.RunBefore(13)
+	require.Equal(t, []Time{3, 7, 10, 12}, got)
 }
