@@ -93,6 +93,9 @@ type Config struct {
 	// downlink back instead of dropping (simnet's 32-slot channel).
 	RecvSlots int
 	RecvBlock bool
+	// SocketIDs, when set, hands out the socket ids of this network and of
+	// the other partitions it shares them with (see Split).
+	SocketIDs *SocketIDs
 }
 
 // LinkConfig is one direction of a node's access link: a queue discipline
@@ -123,6 +126,7 @@ type Network struct {
 	pipes   map[uint64]*pipe
 	lossKey uint64
 	free    []*Packet
+	outbox  []Crossing // packets bound for other partitions (TakeCrossings)
 }
 
 // New returns an empty network on sim.
@@ -271,6 +275,7 @@ type Node struct {
 	nextPort uint16
 	prio     uint64                                  // the last packet priority taken (Socket.Priorities)
 	unbound  map[uint8]func(p *Packet, now des.Time) // see HandleUnbound
+	remote   bool                                    // lives in another partition (AddRemoteNode)
 	Counters Counters
 }
 
@@ -297,7 +302,7 @@ func (nd *Node) departHost(p *Packet, now des.Time) bool {
 
 // sndbufFreed returns p's send-buffer space to its socket.
 func (n *Network) sndbufFreed(p *Packet) {
-	if int(p.Flow.Sock) < len(n.socks) {
+	if int(p.Flow.Sock) < len(n.socks) && n.socks[p.Flow.Sock] != nil {
 		n.socks[p.Flow.Sock].sent(p.Len)
 	}
 }
@@ -335,6 +340,10 @@ func (nd *Node) departUp(p *Packet, now des.Time) bool {
 		// des.Never. Stop here, naming the pair, before the event queue
 		// sees the instant.
 		panic(fmt.Sprintf("netmodel: latency model %T gives %v from node %d to node %d at %v: want 0 to %v", n.cfg.Latency, lat, from, to, now, des.MaxLatency))
+	}
+	if n.nodes[to].remote {
+		n.outbox = append(n.outbox, Crossing{At: now + lat, From: from, To: to, P: p})
+		return true
 	}
 	n.pipe(from, to).push(p, now+lat)
 	return true

@@ -148,6 +148,9 @@ func (n *Network) pipe(from, to int) *pipe {
 	if pp == nil {
 		pp = &pipe{net: n, to: n.nodes[to]}
 		pp.timer = n.sim.NewTimer(pp.arrive)
+		// Simultaneous arrivals go by sending node, whenever (and in
+		// whichever partition) they were scheduled.
+		pp.timer.SetOrder(from + 1)
 		n.pipes[k] = pp
 	}
 	return pp

@@ -3,6 +3,7 @@ package netmodel
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/uplinksim/uplink/des"
 )
@@ -72,6 +73,9 @@ type Socket struct {
 // Bind opens a socket of protocol proto (ProtoUDP, ProtoTCP) on port
 // (0: the next free ephemeral port).
 func (nd *Node) Bind(proto uint8, port uint16, mode SendMode) (*Socket, error) {
+	if nd.remote {
+		return nil, fmt.Errorf("node %d lives in another partition", nd.id)
+	}
 	if port == 0 {
 		for i := 0; i < 16384; i++ {
 			p := nd.nextPort
@@ -92,10 +96,13 @@ func (nd *Node) Bind(proto uint8, port uint16, mode SendMode) (*Socket, error) {
 	}
 	n := nd.net
 	s := &Socket{
-		net: n, node: nd, id: uint32(len(n.socks)), port: port, proto: proto, mode: mode,
+		net: n, node: nd, id: n.nextSocketID(), port: port, proto: proto, mode: mode,
 		sndbuf: DefaultSendBuffer, rcvbuf: DefaultRecvBuffer,
 	}
-	n.socks = append(n.socks, s)
+	if int(s.id) >= len(n.socks) {
+		n.socks = slices.Grow(n.socks, int(s.id)+1-len(n.socks))[:s.id+1]
+	}
+	n.socks[s.id] = s
 	nd.socks[port] = s
 	return s, nil
 }
@@ -345,7 +352,7 @@ func (s *Socket) Release(p *Packet) { s.net.putPacket(p) }
 // from advancing, so the close would never finish.
 func (n *Network) Unblock() {
 	for _, s := range n.socks {
-		if s.mode != BlockWhenFull {
+		if s == nil || s.mode != BlockWhenFull {
 			continue
 		}
 		s.mode = NeverBlock

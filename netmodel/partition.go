@@ -1,0 +1,175 @@
+package netmodel
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/uplinksim/uplink/des"
+)
+
+// A network can be split into partitions, each a Network on a Sim of its
+// own that holds some of the nodes (their paths, sockets and the pipes that
+// end at them) and advances independently within a window. A packet whose
+// receiver lives in another partition leaves its sender's uplink in the
+// sender's partition as usual (loss drawn, latency added), then waits in
+// that partition's outbox as a Crossing; at the window's end the crossings
+// are handed over and enter the receiver's pipe at their exact arrival
+// instants. Because every arrival is at least the smallest one-way latency
+// between partitions after its departure, a window no longer than that
+// latency never receives a packet due inside it: the split changes no
+// instant. The pipes' events carry their sending node as order key
+// (des.Timer.SetOrder), so simultaneous arrivals keep one order however
+// the nodes are split, and a model-only run gives the same per-node event
+// trace for every split (TestPartitionsSameTrace).
+
+// Split is a partition of the nodes: Of[i] is node i's partition, in
+// [0, K).
+type Split struct {
+	K  int
+	Of []int
+}
+
+// BalancedSplit spreads n nodes over k partitions: a seeded shuffle of the
+// nodes dealt out in turn, so the partitions differ in size by at most one
+// node and a seed gives the same split in every run.
+func BalancedSplit(n, k int, seed uint64) (Split, error) {
+	if k < 1 || k > n {
+		return Split{}, fmt.Errorf("netmodel: %d partitions of %d nodes: want 1 to %d", k, n, n)
+	}
+	perm := rand.New(rand.NewPCG(des.Mix64(seed^0x7061727473), 0x73706c6974)).Perm(n) // "parts", "split"
+	of := make([]int, n)
+	for i, node := range perm {
+		of[node] = i % k
+	}
+	return Split{K: k, Of: of}, nil
+}
+
+// MinCrossLatency is the smallest one-way latency between two nodes in
+// different partitions of s under m: the longest window the partitions may
+// advance in independently. It asks m for every ordered pair that crosses,
+// O(n²); with one partition it is des.Never.
+func MinCrossLatency(m LatencyModel, s Split) des.Time {
+	least := des.Never
+	for i, pi := range s.Of {
+		for j, pj := range s.Of {
+			if pi != pj {
+				least = min(least, m.Latency(i, j))
+			}
+		}
+	}
+	return least
+}
+
+// Crossing is a packet on its way to a node of another partition: it
+// arrives there At.
+type Crossing struct {
+	At       des.Time
+	From, To int
+	P        *Packet
+}
+
+// SocketIDs hands out socket ids shared by the partitions of one network,
+// so a socket has the id it would have had without the split (ids key the
+// loss draws and Shadow's queues) when the sockets are bound in the same
+// order.
+type SocketIDs struct{ next atomic.Uint32 }
+
+// next is the next socket id: from ids when set, else n's own count.
+func (n *Network) nextSocketID() uint32 {
+	if n.cfg.SocketIDs != nil {
+		return n.cfg.SocketIDs.next.Add(1) - 1
+	}
+	return uint32(len(n.socks))
+}
+
+// AddRemoteNode adds the next node index as a node of another partition:
+// packets to it become crossings; it has no paths or sockets here.
+func (n *Network) AddRemoteNode() *Node {
+	nd := &Node{net: n, id: len(n.nodes), remote: true}
+	n.nodes = append(n.nodes, nd)
+	return nd
+}
+
+// Remote reports whether the node lives in another partition.
+func (nd *Node) Remote() bool { return nd.remote }
+
+// TakeCrossings returns the packets bound for other partitions since the
+// last call, in the order they left their uplinks, and empties the outbox.
+func (n *Network) TakeCrossings() []Crossing {
+	out := n.outbox
+	n.outbox = nil
+	return out
+}
+
+// Inject puts a crossing from another partition into its receiver's pipe.
+// Its arrival must not precede this partition's clock: the window was
+// longer than the latency that carried it.
+func (n *Network) Inject(c Crossing) error {
+	if c.To < 0 || c.To >= len(n.nodes) || n.nodes[c.To].remote {
+		return fmt.Errorf("netmodel: crossing from node %d to node %d, which is not in this partition", c.From, c.To)
+	}
+	if c.At < n.sim.Now() {
+		return fmt.Errorf("netmodel: crossing from node %d to node %d arrives at %v, before this partition's clock %v: the window is longer than the latency between them", c.From, c.To, c.At, n.sim.Now())
+	}
+	n.pipe(c.From, c.To).push(c.P, c.At)
+	return nil
+}
+
+// RunPartitions runs the partitions of one network, model-only, from their
+// clocks to end: in windows of length window, each partition runs its
+// events before the window's end on a goroutine of its own, then the
+// crossings of every partition, in partition order and each partition's
+// departure order, enter their receivers' partitions. window must not
+// exceed the smallest latency between partitions (MinCrossLatency); a
+// crossing due inside a window that has run is an error.
+func RunPartitions(parts []*Network, window, end des.Time) error {
+	if window <= 0 {
+		return errors.New("netmodel: partitions: the window must be positive (is the smallest latency between partitions zero?)")
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	owner := make([]int, len(parts[0].nodes))
+	for i := range owner {
+		owner[i] = -1
+	}
+	for k, p := range parts {
+		if len(p.nodes) != len(owner) {
+			return fmt.Errorf("netmodel: partition %d has %d node slots, partition 0 has %d", k, len(p.nodes), len(owner))
+		}
+		for i, nd := range p.nodes {
+			if !nd.remote {
+				if owner[i] >= 0 {
+					return fmt.Errorf("netmodel: node %d lives in partitions %d and %d", i, owner[i], k)
+				}
+				owner[i] = k
+			}
+		}
+	}
+	if i := slices.Index(owner, -1); i >= 0 {
+		return fmt.Errorf("netmodel: node %d lives in no partition", i)
+	}
+	var wg sync.WaitGroup
+	for start := parts[0].sim.Now(); start < end; start += window {
+		stop := min(start+window, end)
+		for _, p := range parts {
+			wg.Go(func() { p.sim.RunBefore(stop) })
+		}
+		wg.Wait()
+		for _, p := range parts {
+			for _, c := range p.TakeCrossings() {
+				if c.At < stop {
+					return fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window %v is longer than their latency", c.From, c.To, c.At, stop, window)
+				}
+				if err := parts[owner[c.To]].Inject(c); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
