@@ -117,11 +117,22 @@ func (g *Gossip) Set(name, value string) error {
 }
 
 // validate checks what go-libp2p-pubsub would reject, before any router is
-// built: its router leaks a goroutine when an option fails.
+// built: its router leaks a goroutine when an option fails (the address
+// book of pubsub.DefaultGossipSubRouter runs until the router is attached,
+// which a failed option prevents). The library's checks
+// (GossipSubParams.validate, applied by WithGossipSubParams) are on the
+// parameters params derives: HistoryGossip <= HistoryLength, Dscore <= Dhi,
+// Dlo <= D <= Dhi, and Dout < Dlo and Dout < D/2 (which, with params's
+// Dout, needs D >= 2); and the outbound queue size must be positive.
 func (g Gossip) validate() error {
+	p := g.params()
 	switch {
 	case g.D < 1 || g.Dlo < 1 || g.Dlo > g.D || g.Dhi < g.D:
 		return fmt.Errorf("gossip: need 1 <= Dlo <= D <= Dhi, have D %d, Dlo %d, Dhi %d", g.D, g.Dlo, g.Dhi)
+	case p.Dhi < p.Dscore:
+		return fmt.Errorf("gossip: Dhi %d must be at least gossipsub's Dscore, %d", g.Dhi, p.Dscore)
+	case p.Dout >= p.Dlo || p.Dout >= p.D/2:
+		return fmt.Errorf("gossip: D %d, Dlo %d: gossipsub needs its outbound quota Dout (%d) below Dlo and below D/2 (D at least 2)", g.D, g.Dlo, p.Dout)
 	case g.Heartbeat <= 0:
 		return fmt.Errorf("gossip: heartbeat %v must be positive", g.Heartbeat)
 	case g.HistoryLength < g.HistoryGossip || g.HistoryGossip < 0:
