@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -304,6 +305,7 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("cell: reading the configuration: %w", err)
 	}
 	c.Progress = stderr
+	c.Wait = synctest.Wait
 	finishProfiles := func() error { return nil }
 	if *prefix != "" {
 		hook, stop, err := phaseProfiler(*prefix)

@@ -16,7 +16,7 @@ import (
 func armCell(t *testing.T, arm string, mutate func(*Config)) *Record {
 	t.Helper()
 	p, _ := LookupProfile("harness")
-	c := Config{Arm: arm, Seed: 7, N: 30, Degree: 12, Payload: 256 << 10, Profile: p, Verify: true}
+	c := Config{Arm: arm, Seed: 7, N: 30, Degree: 12, Payload: 256 << 10, Profile: p, Verify: true, Wait: synctest.Wait}
 	if mutate != nil {
 		mutate(&c)
 	}

@@ -88,7 +88,7 @@ func TestCellsInConcurrentBubbles(t *testing.T) {
 					}()
 					rec, err := Run(Config{
 						Seed: c.seed, N: 16, Degree: 8, Payload: 128 << 10,
-						Transport: c.transport, Profile: p, Gossip: g,
+						Transport: c.transport, Profile: p, Gossip: g, Wait: synctest.Wait,
 						PhaseHook: func(phase string) {
 							if phase == "delivery" {
 								close(stop)

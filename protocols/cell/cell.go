@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing/synctest"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -111,6 +110,10 @@ type Config struct {
 	// files there; it runs on the cell's goroutine inside the bubble and
 	// must not start goroutines there.
 	PhaseHook func(phase string) `json:"-"`
+	// Wait is the wait of the synctest bubble Run runs in (synctest.Wait):
+	// it returns once every other goroutine of the bubble is durably
+	// blocked. Run refuses to start without it.
+	Wait func() `json:"-"`
 	// routers, for tests of the phase router: routerByArm, routerPhase
 	// (every node runs the phase router, with no policy for stock arms), or
 	// routerMixed (odd nodes run the stock router, even ones the arm's).
@@ -180,7 +183,7 @@ const simnetIdleReset = 1
 // topic: neither can change their cells.
 func (c Config) Key() string {
 	c.Defaults()
-	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook = nil, 0, "", false, false, nil
+	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook, c.Wait = nil, 0, "", false, false, nil, nil
 	if arm, err := arms.LookupArm(c.Arm); err == nil {
 		if _, phased := arm.Policy(c.Payload); !phased {
 			c.Profile.PhaseRules = "" // no phase router: the rules change nothing
@@ -288,10 +291,16 @@ func (c *Config) logf(format string, a ...any) {
 	}
 }
 
+// ErrNoWait is Run's error for a Config without Wait.
+var ErrNoWait = errors.New("cell: Config.Wait is nil: Run needs the wait of the synctest bubble it runs in (synctest.Wait)")
+
 // Run runs the cell. It must run inside a synctest bubble (des.RunInBubble
-// from a binary, synctest.Test in a test); every goroutine it starts has
-// ended when it returns.
+// from a binary, synctest.Test in a test) whose wait is cfg.Wait; every
+// goroutine it starts has ended when it returns.
 func Run(cfg Config) (*Record, error) {
+	if cfg.Wait == nil {
+		return nil, ErrNoWait
+	}
 	cfg.Defaults()
 	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
@@ -772,7 +781,7 @@ func Run(cfg Config) (*Record, error) {
 		window.Stop()
 		// Let every goroutine run its part of this instant (as the
 		// harness's synctest.Wait does) before reading the counts.
-		synctest.Wait()
+		cfg.Wait()
 		rec.CountsAt = CountsAtLastCompletion
 	case <-window.C:
 		rec.CountsAt = CountsAtWindowEnd

@@ -59,7 +59,7 @@ func TestCellStaysOffTheRealMachine(t *testing.T) {
 				g.D, g.Dlo, g.Dhi = 4, 3, 6
 				cfg := Config{
 					Seed: 7, N: 20, Degree: 10, Payload: 64 << 10,
-					Transport: c.transport, Profile: p, Gossip: g,
+					Transport: c.transport, Profile: p, Gossip: g, Wait: synctest.Wait,
 					onHosts: func(hs []host.Host) { hosts = hs },
 					// It runs on the cell's goroutine inside the bubble:
 					// it reads /proc and the hosts, and starts nothing.
