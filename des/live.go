@@ -22,6 +22,12 @@ type Live struct {
 	// quantum, when positive, rounds every wake-up of the core up to a
 	// multiple of it (see SetQuantum).
 	quantum Time
+	// window, when positive, is the length of the lock-step windows of a
+	// partitioned model (SetWindows): the core stops at windowEnd-1 and
+	// calls atEnd.
+	window, windowEnd Time
+	atEnd             func(end Time) bool
+	windowsEnded      chan struct{}
 }
 
 // NewLive wraps sim. It must be called inside the bubble: model instant 0
@@ -119,8 +125,16 @@ func (l *Live) loop() {
 		l.mu.Lock()
 		l.wakes++
 		now := l.Now()
+		if l.window > 0 && now >= l.windowEnd-1 {
+			// The window's last instant: events up to it run, none at
+			// its end, where other partitions' packets may still arrive.
+			l.sim.RunUntil(l.windowEnd - 1)
+			l.mu.Unlock()
+			l.endWindow()
+			continue
+		}
 		l.sim.RunUntil(now)
-		next := l.round(l.sim.Horizon())
+		next := min(l.round(l.sim.Horizon()), l.windowTarget())
 		l.target = next
 		l.mu.Unlock()
 		if next == Never {
