@@ -173,3 +173,51 @@ func RunPartitions(parts []*Network, window, end des.Time) error {
 	}
 	return nil
 }
+
+// WindowLeave is what a partition leaves at a window's end: the packets
+// bound for other partitions, and whether its driver is done (the
+// windows end once every partition's is).
+type WindowLeave struct {
+	Crossings []Crossing
+	Done      bool
+}
+
+// SwapWindow is a partition's work at the end of a window under des.Live
+// (the atEnd of des.Live.SetWindows), once its bubble has settled: it
+// hands this partition's crossings to the others through ex, and puts the
+// ones bound for its nodes into their pipes, in partition order and each
+// partition's departure order, as RunPartitions does. It reports whether
+// every partition's driver is done. A crossing due before end means the
+// window was longer than the latency that carried it: an error.
+func (n *Network) SwapWindow(live *des.Live, ex *des.Exchange, part int, end des.Time, done bool) (allDone bool, err error) {
+	live.Lock()
+	leave := WindowLeave{Crossings: n.TakeCrossings(), Done: done}
+	live.Unlock()
+	round, err := ex.Swap(part, leave)
+	if err != nil {
+		return false, fmt.Errorf("netmodel: partition %d at %v: %w", part, end, err)
+	}
+	live.Lock()
+	defer live.Unlock()
+	allDone = true
+	for from, v := range round {
+		w, ok := v.(WindowLeave)
+		if !ok {
+			return false, fmt.Errorf("netmodel: partition %d left %T at a window's end, not a WindowLeave", from, v)
+		}
+		allDone = allDone && w.Done
+		if from == part {
+			continue
+		}
+		for _, c := range w.Crossings {
+			if c.To < 0 || c.To >= len(n.nodes) || n.nodes[c.To].remote {
+				continue // another partition's
+			}
+			if c.At < end {
+				return false, fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window is longer than their latency", c.From, c.To, c.At, end)
+			}
+			n.pipe(c.From, c.To).push(c.P, c.At)
+		}
+	}
+	return allDone, nil
+}
