@@ -77,19 +77,20 @@ func quantileOf(v []float64, q float64) float64 {
 }
 
 // meshLatency is the mean one-way latency (ms) of the mesh links on the
-// first topic at the publish, over every node's mesh, and of the dial
+// first topic at the publish, over every node's mesh (nodes in index
+// order), and of the dial
 // graph's edges for comparison: a mesh formed from whichever peers were
 // heard from first leans to near peers. ids are the nodes' peer ids in
 // index order.
-func meshLatency(tracers []*tracer, ids []peer.ID, draw *netmodel.Draw, g *netmodel.Graph) (mesh, graph float64) {
+func meshLatency[M interface{ meshPeers() []peer.ID }](nodes []M, ids []peer.ID, draw *netmodel.Draw, g *netmodel.Graph) (mesh, graph float64) {
 	idx := make(map[peer.ID]int, len(ids))
 	for i, id := range ids {
 		idx[id] = i
 	}
 	var sum des.Time
 	links := 0
-	for i, t := range tracers {
-		for _, p := range t.meshPeers() {
+	for i, nd := range nodes {
+		for _, p := range nd.meshPeers() {
 			if j, ok := idx[p]; ok {
 				sum += draw.OneWay(i, j)
 				links++

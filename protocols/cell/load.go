@@ -16,8 +16,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/uplinksim/uplink/des"
-	"github.com/uplinksim/uplink/protocols/arms"
-	"github.com/uplinksim/uplink/protocols/phase"
 )
 
 // Warmup is the warm-up mode of a cell: traffic before the measured
@@ -178,57 +176,6 @@ func sendWarmup(ctx context.Context, h host.Host, p peer.ID, buf []byte) error {
 		return err
 	}
 	return nil
-}
-
-// warmPayload publishes a payload of the cell's shape from node 0 and
-// waits until every receiver holds it, or until limit has passed. It
-// returns the number of receivers that did not complete.
-func warmPayload(ctx context.Context, c warmCell, limit time.Duration) (int, error) {
-	u, err := c.arm.UnitsEncoded(c.payload, c.slot, c.enc)
-	if err != nil {
-		return 0, fmt.Errorf("warm-up payload: %w", err)
-	}
-	ids := u.IDs()
-	for i, t := range c.tracers {
-		t.setTargets(ids, u.Need, false, nil)
-		if rt := c.routers[i]; rt != nil {
-			if err := rt.Expect(ids, u.Need); err != nil {
-				return 0, fmt.Errorf("warm-up payload: node %d: %w", i, err)
-			}
-		}
-	}
-	if err := publish(ctx, c.publisher, c.topics, u, c.unitTopic, nil, c.batch); err != nil {
-		return 0, fmt.Errorf("warm-up payload: %w", err)
-	}
-	deadline := time.Now().Add(limit)
-	for {
-		missing := 0
-		for _, t := range c.tracers[1:] {
-			t.mu.Lock()
-			if !t.delivered {
-				missing++
-			}
-			t.mu.Unlock()
-		}
-		if missing == 0 || !time.Now().Before(deadline) {
-			return missing, nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// warmCell is what warmPayload needs of a running cell.
-type warmCell struct {
-	arm       arms.Arm
-	payload   []byte
-	slot      uint64
-	tracers   []*tracer
-	routers   []*phase.Router
-	publisher *pubsub.PubSub
-	topics    []*pubsub.Topic // node 0's
-	unitTopic func(int) int
-	enc       arms.Encoding
-	batch     bool // publish the units as one library batch
 }
 
 // startBackground publishes the background load until stop is called;

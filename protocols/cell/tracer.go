@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -79,13 +80,6 @@ func newTracer(topics []string) *tracer {
 	return t
 }
 
-// meshSize is the mesh size on the first topic.
-func (t *tracer) meshSize() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.mesh[0])
-}
-
 // meshPeers lists the mesh on the first topic.
 func (t *tracer) meshPeers() []peer.ID {
 	t.mu.Lock()
@@ -117,6 +111,29 @@ func (t *tracer) meshRange() (lo, hi int) {
 		lo, hi = min(lo, len(m)), max(hi, len(m))
 	}
 	return lo, hi
+}
+
+// view copies the node's state for snapshot: its meshes, completion and
+// tallies, and with data the units' data it was delivered.
+func (t *tracer) view(data bool) nodeView {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := nodeView{
+		meshes:    make([]int, len(t.mesh)),
+		firstMesh: make([]peer.ID, 0, len(t.mesh[0])),
+		delivered: t.delivered, deliveredAt: t.deliveredAt,
+		dups: t.dups, tx: t.tx, rx: t.rx,
+	}
+	for i, m := range t.mesh {
+		v.meshes[i] = len(m)
+	}
+	for p := range t.mesh[0] {
+		v.firstMesh = append(v.firstMesh, p)
+	}
+	if data && t.data != nil {
+		v.data = maps.Clone(t.data)
+	}
+	return v
 }
 
 // setTargets starts a measurement, ending any earlier one (a warm-up): the
