@@ -45,6 +45,26 @@
 //
 // Enter a bubble from a plain binary with RunInBubble; from a test, use
 // synctest.Test and NewLive inside it.
+//
+// # Partitions
+//
+// A model can be split into partitions, each with a Sim, a Live and a
+// bubble of its own, advancing in lock-step windows no longer than the
+// smallest latency between partitions (window.go: Exchange,
+// Live.SetWindows; netmodel's partitions carry the packets). Several
+// bubbles run in one process: nothing that go-libp2p (as uplink builds its
+// hosts), quic-go, yamux or go-libp2p-pubsub keeps process-wide is bound to
+// the bubble that touches it first, as tests running cells in concurrent
+// bubbles and one network split across bubbles show
+// (protocols/cell/bubbles_test.go, transports/quic/partition_test.go). The
+// exceptions to keep in mind: go-flow-metrics' global sweeper, which
+// go-libp2p starts only with its bandwidth metrics (off in uplink; a
+// second bubble touching it is a fatal error), and the process-wide state
+// the bubbles share by nature: crypto/rand as replaced by CryptoSeed (one
+// stream for all partitions, drawn in scheduling order), GOMAXPROCS and the
+// garbage collector. Only the Exchange's channels may be made outside the
+// bubbles: a goroutine of a bubble blocked on any other outside channel
+// stops that bubble's clock.
 package des
 
 import "fmt"
