@@ -1,0 +1,94 @@
+package sweep
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// Cost is a cell's expected wall time on one core and its peak memory.
+type Cost struct {
+	Wall time.Duration
+	RSS  int64 // bytes
+}
+
+// EstimateCost is a cell's expected cost: memory from
+// cell.Config.EstimateMemory; wall time 5 s plus 16 ms per dial-graph edge
+// for a 1 MiB payload, scaled by the payload (at least a quarter of
+// that), fitted to whole-message cells at degree 70 (100 and 500 nodes
+// took 54 and 279 s, BENCHMARKS.md) and to the 60-node default (14 s).
+// It orders and balances shards; it does not promise a time.
+func EstimateCost(c cell.Config) Cost {
+	n, degree := c.N, c.Degree
+	if c.Topology != nil {
+		n, degree = c.Topology.N, c.Topology.Degree
+	}
+	edges := float64(n) * float64(degree) / 2
+	scale := max(float64(max(c.Payload, 1))/(1<<20), 0.25)
+	wall := 5 + 0.016*edges*scale
+	return Cost{Wall: time.Duration(wall * float64(time.Second)), RSS: c.EstimateMemory()}
+}
+
+// ParseShard reads --shard I/N: shard I of N, I from 0 to N-1 (as a Slurm
+// array's task ids count).
+func ParseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(strings.TrimSpace(a))
+	n, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || n < 1 || n > 100_000 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("shard %q: want I/N with N from 1 to 100000 and I from 0 to N-1, such as 0/4", s)
+	}
+	return i, n, nil
+}
+
+// Shard returns shard i of n of the cells: the cells are dealt to the
+// shards largest first (by estimated wall time, then by key), each to the
+// shard with the least work so far (the lowest index on a tie), so the
+// shards' work is balanced and a cell always lands in the same shard. The
+// shard's cells keep their order in cfgs.
+func Shard(cfgs []cell.Config, i, n int) []cell.Config {
+	if n <= 1 {
+		return slices.Clone(cfgs)
+	}
+	type item struct {
+		idx  int
+		cost time.Duration
+		key  string
+	}
+	items := make([]item, len(cfgs))
+	for k, c := range cfgs {
+		items[k] = item{k, EstimateCost(c).Wall, c.Key()}
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		if a.cost != b.cost {
+			return cmp.Compare(b.cost, a.cost)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	load := make([]time.Duration, n)
+	mine := make([]bool, len(cfgs))
+	for _, it := range items {
+		best := 0
+		for s := 1; s < n; s++ {
+			if load[s] < load[best] {
+				best = s
+			}
+		}
+		load[best] += it.cost
+		if best == i {
+			mine[it.idx] = true
+		}
+	}
+	var out []cell.Config
+	for k, c := range cfgs {
+		if mine[k] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
