@@ -58,6 +58,8 @@ Commands:
   run       gossipsub cells (the main job); a bare 'uplink run' runs a small default
   validate  replay a reference table of the study's report and compare
   bulk      bulk transfers between two nodes over real quic-go or uplink's TCP
+  records   check or merge records files
+  summarize print run's table from records files
   version   print the version
 
 Run 'uplink <command> --help' for a command's flags.
@@ -84,6 +86,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdBulk(args[1:], stdout, stderr)
 	case "validate":
 		err = cmdValidate(args[1:], stdout, stderr)
+	case "records":
+		err = cmdRecords(args[1:], stdout, stderr)
+	case "summarize":
+		err = cmdSummarize(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "uplink", buildVersion())
 		return 0

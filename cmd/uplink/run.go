@@ -57,6 +57,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
 	memS := fs.String("mem", "", memHelp)
+	shardS := fs.String("shard", "", shardHelp)
+	listCells := fs.Bool("list-cells", false, listCellsHelp)
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) its heap at the end of the delivery, and the heap at the delivery's largest live heap (polled every 0.5 s of wall time) into this folder")
 	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) streams:SIZE (SIZE each way over a dummy stream on every connection, all at once; the report's warm cells used 320KiB) or streams-seq:SIZE (the same, each node's connections in turn)")
 	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
@@ -242,6 +244,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	jobsList, listed, err := shardCells(jobsList, *shardS, *listCells, stdout)
+	if err != nil || listed {
+		return err
+	}
 	if err := checkCells(jobsList, *jobs, *memS); err != nil {
 		return err
 	}
@@ -252,6 +258,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// shardHelp and listCellsHelp describe --shard and --list-cells (run and
+// validate).
+const (
+	shardHelp     = "run only shard I of N of the sweep's cells (I from 0 to N-1): a cost-balanced, deterministic subset, e.g. 0/4; give each shard its own records file"
+	listCellsHelp = "print the sweep's cells (after --shard) with their keys and estimated wall time and memory, and exit"
+)
 
 // setupQuantumHelp describes --setup-quantum (run and validate).
 const setupQuantumHelp = "fidelity setting: during setup (hosts, dial, mesh formation) real code sees the network only at multiples of this, e.g. 1ms, so setup runs on --setup-procs cores; every latency seen in setup is rounded up to it; 0 keeps setup exact. Recorded as setup_quantum_s"

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +17,7 @@ import (
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/sweep"
 	"github.com/uplinksim/uplink/validate"
 )
 
@@ -54,6 +52,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
 	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB)")
 	memS := fs.String("mem", "", memHelp)
+	shardS := fs.String("shard", "", shardHelp)
+	listCells := fs.Bool("list-cells", false, listCellsHelp)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -154,7 +154,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if *cache == "" {
 			*cache = "study-" + *study + ".jsonl"
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, check, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, shardOpts{*shardS, *listCells}, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -171,21 +171,15 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	// Columns that map onto the same uplink cell (the published harness
 	// record and its twin) share its runs.
-	var todo []cell.Config
-	seen := map[string]bool{}
+	var groups [][]cell.Config
 	for _, c := range plan.Cells {
-		for _, cfg := range c.Configs {
-			k := cfg.Key()
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if records[k] == nil {
-				todo = append(todo, cfg)
-			}
-		}
+		groups = append(groups, c.Configs)
 	}
-	total := len(seen)
+	all, todo, listed, err := sweepRuns(groups, records, *shardS, *listCells, stdout)
+	if err != nil || listed {
+		return err
+	}
+	total := len(all)
 	fmt.Fprintf(stderr, "validate %s: %d cells, %d runs (%d from %s, %d to run); %d rows not replayed\n",
 		*table, len(plan.Cells), total, total-len(todo), recordSources(*cache, *reuse), len(todo), len(plan.Skipped))
 	if plan.Shrunk {
@@ -293,9 +287,6 @@ func reusePaths(pattern string) ([]string, error) {
 	return matches, nil // Glob sorts them
 }
 
-// utf8BOM is the UTF-8 byte-order mark.
-var utf8BOM = []byte{0xef, 0xbb, 0xbf}
-
 // readRecords reads a JSON Lines records file, given with flag (--cache or
 // --reuse), into a map by key (a later record of the same key wins),
 // keeping only version v's records unless anyVersion. A missing --cache is
@@ -317,68 +308,33 @@ func readRecords(path, flag, v string, anyVersion bool, stderr io.Writer) (map[s
 	} else if !st.Mode().IsRegular() {
 		return nil, usageError{fmt.Errorf("%s %s: not a regular file (a records file is JSON Lines, one record a line)", flag, path)}
 	}
-	r := bufio.NewReaderSize(f, 1<<20)
 	other := 0
-	for line := 1; ; line++ {
-		b, err := r.ReadBytes('\n')
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s %s line %d: %w", flag, path, line, pathErrCause(err))
-		}
-		if len(b) == 0 && err == io.EOF {
-			break
-		}
-		if line == 1 && bytes.HasPrefix(b, utf8BOM) {
-			return nil, usageError{fmt.Errorf("%s %s line 1: starts with a UTF-8 byte-order mark; a records file is JSON Lines without one (remove the first 3 bytes)", flag, path)}
-		}
-		rec, perr := parseRecord(bytes.TrimSuffix(b, []byte{'\n'}))
+	err = sweep.ScanRecords(f, func(line int, rec *cell.Record, lerr error) error {
 		switch {
-		case perr == errBlankLine:
-		case perr == errRecordCut:
-			fmt.Fprintf(stderr, "uplink: %s line %d: a record cut short (a writer stopped mid-line), skipped\n", path, line)
-		case perr != nil:
-			return nil, usageError{fmt.Errorf("%s %s line %d: not a cell record: %w", flag, path, line, perr)}
+		case lerr == sweep.ErrBlankLine:
+		case lerr == sweep.ErrRecordCut:
+			fmt.Fprintf(stderr, "uplink: %s line %d: %v, skipped\n", path, line, lerr)
+		case lerr == sweep.ErrBOM:
+			return usageError{fmt.Errorf("%s %s line 1: %w", flag, path, lerr)}
+		case lerr != nil:
+			return usageError{fmt.Errorf("%s %s line %d: not a cell record: %w", flag, path, line, lerr)}
 		case rec.Version != v && !anyVersion:
 			other++
 		default:
 			out[rec.Key] = rec
 		}
-		if err == io.EOF {
-			break
+		return nil
+	})
+	if err != nil {
+		if _, ok := err.(usageError); ok {
+			return nil, err
 		}
+		return nil, fmt.Errorf("%s %s %w", flag, path, pathErrCause(err))
 	}
 	if other > 0 {
 		fmt.Fprintf(stderr, "uplink: %s: %d records from other uplink versions not reused (this is %s; --any-version reuses them)\n", path, other, v)
 	}
 	return out, nil
-}
-
-var (
-	errBlankLine = errors.New("blank line")
-	errRecordCut = errors.New("record cut short")
-)
-
-// parseRecord reads one line of a records file: a cell record, or
-// errBlankLine, or errRecordCut for the start of a record that ends
-// early.
-func parseRecord(line []byte) (*cell.Record, error) {
-	if len(bytes.TrimSpace(line)) == 0 {
-		return nil, errBlankLine
-	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var rec cell.Record
-	if err := dec.Decode(&rec); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errRecordCut
-		}
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("more than one JSON value on the line")
-	}
-	if rec.Key == "" {
-		return nil, errors.New("no cell key")
-	}
-	return &rec, nil
 }
 
 // printPlan lists the cells a replay runs and the rows it leaves out.
@@ -503,7 +459,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache strin
 }
 
 // runStudy runs a study's missing cells and prints its table and reading.
-func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string,
+func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, sh shardOpts,
 	check func([]cell.Config) error, run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, err := validate.LookupStudy(name)
 	if err != nil {
@@ -524,20 +480,16 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 			return err
 		}
 	}
-	var todo []cell.Config
-	seen := map[string]bool{}
+	var groups [][]cell.Config
 	for _, c := range cells {
-		for _, cfg := range c.Configs {
-			if k := cfg.Key(); !seen[k] {
-				seen[k] = true
-				if records[k] == nil {
-					todo = append(todo, cfg)
-				}
-			}
-		}
+		groups = append(groups, c.Configs)
+	}
+	all, todo, listed, err := sweepRuns(groups, records, sh.shard, sh.list, stdout)
+	if err != nil || listed {
+		return err
 	}
 	fmt.Fprintf(stderr, "study %s: %s\n%d variants × %d arms, %d runs (%d from %s, %d to run)\n",
-		st.Name, st.Question, len(st.Variants), len(st.Arms), len(seen), len(seen)-len(todo), recordSources(cache, reuse), len(todo))
+		st.Name, st.Question, len(st.Variants), len(st.Arms), len(all), len(all)-len(todo), recordSources(cache, reuse), len(todo))
 	checkErr := check(todo)
 	if checkErr != nil && !dryRun {
 		return checkErr
@@ -599,4 +551,35 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// shardOpts are --shard and --list-cells.
+type shardOpts struct {
+	shard string
+	list  bool
+}
+
+// sweepRuns lists a plan's distinct cells (by key, in plan order) that
+// --shard keeps (a shard of the whole plan, whatever is cached, so a rerun
+// keeps its cells), and of them those without a record; with list it
+// prints them (shardCells) and reports true.
+func sweepRuns(groups [][]cell.Config, records map[string]*cell.Record, shard string, list bool, stdout io.Writer) (all, todo []cell.Config, listed bool, err error) {
+	seen := map[string]bool{}
+	for _, g := range groups {
+		for _, cfg := range g {
+			if k := cfg.Key(); !seen[k] {
+				seen[k] = true
+				all = append(all, cfg)
+			}
+		}
+	}
+	if all, listed, err = shardCells(all, shard, list, stdout); err != nil || listed {
+		return all, nil, listed, err
+	}
+	for _, cfg := range all {
+		if records[cfg.Key()] == nil {
+			todo = append(todo, cfg)
+		}
+	}
+	return all, todo, false, nil
 }
