@@ -10,6 +10,10 @@ import (
 	"github.com/uplinksim/uplink/des"
 )
 
+// MaxSpecLen bounds a spec's length: the longest valid spec, every key of
+// a discipline with long values, is a few hundred bytes.
+const MaxSpecLen = 1024
+
 // New builds a discipline from a spec string:
 //
 //	spec   = name [ ":" option { "," option } ]
@@ -55,6 +59,9 @@ import (
 // PIE and FQ-PIE draw from rng, which must then be non-nil; the other
 // disciplines ignore it.
 func New(spec string, rng *rand.Rand) (Qdisc, error) {
+	if len(spec) > MaxSpecLen {
+		return nil, fmt.Errorf("queues: a spec of %d bytes (%.40q...): at most %d", len(spec), spec, MaxSpecLen)
+	}
 	name, opts, err := splitSpec(spec)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,7 @@ func TestBadInput(t *testing.T) {
 	trailing := file("trailing.json", `{"uplink": {"default": "fq_codel"}} garbage`)
 	badNode := file("badnode.json", `{"uplink": {"default": "fq_codel", "nodes": {"60": "pie"}}}`)
 	badSpec := file("badspec.json", `{"downlink": {"default": "pie:target=NaN"}}`)
+	longSpec := file("longspec.json", `{"uplink": {"default": "pie:`+strings.Repeat("x", 2<<20)+`"}}`)
 
 	cases := []usageCase{
 		// 1. Inputs that would make a run never end.
@@ -109,6 +110,8 @@ func TestBadInput(t *testing.T) {
 		// 4. Checks a cell made late, now made by the parent.
 		{[]string{"run", "--qdisc-file", badNode}, "node \"60\" is not an index in [0, 60)"},
 		{[]string{"run", "--qdisc-file", badSpec}, "downlink-qdisc"},
+		{[]string{"run", "--qdisc-file", longSpec}, "a spec of 2097156 bytes (\"pie:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"...): at most 1024"},
+		{[]string{"run", "--profile", strings.Repeat("y", 10000)}, "bytes cut)"},
 		{[]string{"run", "--transport", "sctp"}, "transport \"sctp\": valid transports are: quic, tcp"},
 		{[]string{"run", "--arm", "bfixed", "--warmup", "payload"}, "a payload warm-up needs an arm that publishes gossip messages"},
 		{[]string{"run", "--arm", "atuned", "--gossip", "flood-publish=true"}, "no flood publish"},

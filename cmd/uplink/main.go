@@ -101,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "uplink:", err)
+		fmt.Fprintln(stderr, "uplink:", shorten(err.Error()))
 		if _, ok := err.(usageError); ok {
 			return 2
 		}
@@ -132,4 +132,18 @@ func executableHash() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// maxErrorLen bounds the error line printed: a message that quotes a huge
+// input (a queue spec, a file's line) is cut in the middle.
+const maxErrorLen = 4096
+
+// shorten cuts the middle of a message longer than maxErrorLen, saying
+// how much it cut.
+func shorten(msg string) string {
+	if len(msg) <= maxErrorLen {
+		return msg
+	}
+	cut := len(msg) - maxErrorLen
+	return fmt.Sprintf("%s … (%d bytes cut) … %s", msg[:maxErrorLen/2], cut, msg[len(msg)-maxErrorLen/2:])
 }
