@@ -104,11 +104,16 @@ func pathErrCause(err error) error {
 // openRecordFile opens a JSON Lines records file for appending, creating
 // it if needed. When its last line lacks its newline (a writer killed
 // mid-record), a newline is written first, so the next record starts a
-// line of its own instead of being glued onto the partial one.
+// line of its own instead of being glued onto the partial one. The file
+// is locked against a second writer (lockRecords).
 func openRecordFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, pathErrCause(err)
+	}
+	if err := lockRecords(f); err != nil {
+		f.Close()
+		return nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {

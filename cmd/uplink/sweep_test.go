@@ -75,3 +75,17 @@ func TestRecordsCommands(t *testing.T) {
 	require.Contains(t, out.String(), "1.500")
 	require.Contains(t, out.String(), "2.500")
 }
+
+// TestRecordsFileLocked: a second writer of a records file is refused
+// while the first holds it, and may write once it is closed.
+func TestRecordsFileLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	f, err := openRecordFile(path)
+	require.NoError(t, err)
+	_, err = openRecordFile(path)
+	require.ErrorContains(t, err, "another uplink process is writing to it")
+	require.NoError(t, f.Close())
+	g, err := openRecordFile(path)
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+}
