@@ -43,8 +43,9 @@
 // a deadline in real code catches the model up first, so nothing observes
 // a hidden event late.
 //
-// Enter a bubble from a plain binary with RunInBubble; from a test, use
-// synctest.Test and NewLive inside it.
+// A plain binary enters a bubble through the testing framework (the
+// command's bubble package); a test uses synctest.Test; either creates the
+// Live inside it.
 //
 // # Partitions
 //

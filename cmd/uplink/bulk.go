@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/uplinksim/uplink/cmd/uplink/internal/bubble"
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/protocols/bulk"
@@ -131,10 +132,10 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		cfg.SendMode = netmodel.BlockWhenFull
 	}
 
-	var opts []des.BubbleOption
+	var opts []bubble.Option
 	if *reproducible {
 		*procs = 1
-		opts = append(opts, des.CryptoSeed(*seed))
+		opts = append(opts, bubble.CryptoSeed(*seed))
 	}
 	runtime.GOMAXPROCS(*procs)
 	if err := checkGOGC(*gcPercent); err != nil {
@@ -149,7 +150,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "bulk: %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, *tcpPreset), cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
 	var res bulk.Result
 	start := time.Now()
-	err = des.RunInBubble(func(*testing.T) error {
+	err = bubble.Run(func(*testing.T) error {
 		var err error
 		res, err = bulk.Run(context.Background(), cfg)
 		return err

@@ -21,7 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
-	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/cmd/uplink/internal/bubble"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -322,7 +322,7 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	var rec *cell.Record
-	err := des.RunInBubble(func(*testing.T) error {
+	err := bubble.Run(func(*testing.T) error {
 		var err error
 		rec, err = cell.Run(c)
 		if errors.Is(err, cell.ErrTeardownStuck) && rec != nil {

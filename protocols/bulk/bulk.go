@@ -122,8 +122,9 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// Run performs the transfer. It must run inside a synctest bubble (see
-// des.RunInBubble); every goroutine it starts has ended when it returns.
+// Run performs the transfer. It must run inside a synctest bubble (entered
+// by the command, or synctest.Test in a test); every goroutine it starts
+// has ended when it returns.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return Result{}, err

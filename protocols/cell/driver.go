@@ -30,8 +30,8 @@ import (
 // ErrNoWait is Run's error for a Config without Wait.
 var ErrNoWait = errors.New("cell: Config.Wait is nil: Run needs the wait of the synctest bubble it runs in (synctest.Wait)")
 
-// Run runs the cell. It must run inside a synctest bubble (des.RunInBubble
-// from a binary, synctest.Test in a test) whose wait is cfg.Wait. Every
+// Run runs the cell. It must run inside a synctest bubble (entered by the
+// command from a binary, synctest.Test in a test) whose wait is cfg.Wait. Every
 // goroutine it starts has ended when it returns (but with
 // ErrTeardownStuck), on every path: an error or a panic in a phase, which
 // Run returns as an error, still tears the cell down.

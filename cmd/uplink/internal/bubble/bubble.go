@@ -1,11 +1,12 @@
-package des
-
-// This file is the one place uplink reaches into the testing package's
-// internals: testing.MainStart is outside the Go 1 compatibility promise and
+// Package bubble is the one place uplink reaches into the testing
+// package's internals, to enter a testing/synctest bubble from a plain
+// binary: testing.MainStart is outside the Go 1 compatibility promise and
 // may change between Go releases (a compile error here, quick to fix; the
 // test beside it runs it). It also swaps os.Stdout while the testing
 // framework runs, and with CryptoSeed replaces crypto/rand's reader for the
-// run: the process-global state uplink touches, all of it here.
+// run: the process-global state uplink touches, all of it here. Only cmd imports
+// it.
+package bubble
 
 import (
 	"errors"
@@ -22,16 +23,16 @@ import (
 	"time"
 )
 
-// RunInBubble runs fn inside a testing/synctest bubble from a plain binary
+// Run runs fn inside a testing/synctest bubble from a plain binary
 // (it also works under go test, where it runs a nested test framework; use
 // synctest.Test there instead). fn runs in the bubble's first goroutine with
 // a *testing.T it may hand to testing helpers; every goroutine fn starts must
 // have ended when fn returns. An error or panic inside fn comes back as an
-// ordinary error. RunInBubble must not be called concurrently.
+// ordinary error. Run must not be called concurrently.
 //
 // os.Stdout is silenced while the framework runs (it would print "PASS"):
 // capture os.Stdout before the call and hand that writer to fn.
-func RunInBubble(fn func(t *testing.T) error, opts ...BubbleOption) (err error) {
+func Run(fn func(t *testing.T) error, opts ...Option) (err error) {
 	var o bubbleOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -95,8 +96,8 @@ func RunInBubble(fn func(t *testing.T) error, opts ...BubbleOption) (err error) 
 	return nil
 }
 
-// BubbleOption configures RunInBubble.
-type BubbleOption func(*bubbleOptions)
+// Option configures Run.
+type Option func(*bubbleOptions)
 
 type bubbleOptions struct {
 	cryptoSeed *uint64
@@ -107,7 +108,7 @@ type bubbleOptions struct {
 // testing/cryptotest.SetGlobalRandom. Together with GOMAXPROCS=1 this makes
 // a quic-go transfer bit-for-bit reproducible. The testing package only
 // allows it in a binary built with -ldflags=-X=testing.testBinary=1.
-func CryptoSeed(seed uint64) BubbleOption {
+func CryptoSeed(seed uint64) Option {
 	return func(o *bubbleOptions) { o.cryptoSeed = &seed }
 }
 

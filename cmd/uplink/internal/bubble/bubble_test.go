@@ -1,4 +1,4 @@
-package des
+package bubble
 
 import (
 	"os/exec"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestRunInBubbleFromBinary builds a plain binary that calls RunInBubble and
+// TestRunFromBinary builds a plain binary that calls Run and
 // checks that it enters the bubble, keeps the model and real timers on one
 // clock, and turns errors and panics inside into ordinary errors.
-func TestRunInBubbleFromBinary(t *testing.T) {
+func TestRunFromBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "bubbleprog")
 	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/bubbleprog").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

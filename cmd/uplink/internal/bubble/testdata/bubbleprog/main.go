@@ -1,5 +1,5 @@
-// Command bubbleprog exercises des.RunInBubble from a plain binary for the
-// tests of package des: it runs one of a few tiny simulations named by its
+// Command bubbleprog exercises bubble.Run from a plain binary for the
+// tests of package bubble: it runs one of a few tiny simulations named by its
 // argument and prints what came back.
 package main
 
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uplinksim/uplink/cmd/uplink/internal/bubble"
 	"github.com/uplinksim/uplink/des"
 )
 
@@ -21,7 +22,7 @@ func main() {
 		// Virtual time passes in the bubble and not outside it.
 		start := time.Now()
 		var virt time.Duration
-		err = des.RunInBubble(func(*testing.T) error {
+		err = bubble.Run(func(*testing.T) error {
 			t0 := time.Now()
 			time.Sleep(time.Hour)
 			virt = time.Since(t0)
@@ -29,18 +30,18 @@ func main() {
 		})
 		fmt.Fprintf(out, "virtual %v, wall under a minute %v\n", virt, time.Since(start) < time.Minute)
 	case "error":
-		err = des.RunInBubble(func(*testing.T) error { return errors.New("boom inside") })
+		err = bubble.Run(func(*testing.T) error { return errors.New("boom inside") })
 	case "panic":
-		err = des.RunInBubble(func(*testing.T) error { panic("kaboom inside") })
+		err = bubble.Run(func(*testing.T) error { panic("kaboom inside") })
 	case "leak":
-		err = des.RunInBubble(func(*testing.T) error {
+		err = bubble.Run(func(*testing.T) error {
 			ch := make(chan int)
 			go func() { <-ch }()
 			return nil
 		})
 	case "live":
 		// A model event and a real timer on one clock.
-		err = des.RunInBubble(func(*testing.T) error {
+		err = bubble.Run(func(*testing.T) error {
 			sim := des.NewSim()
 			l := des.NewLive(sim)
 			l.Start()
