@@ -60,6 +60,7 @@ Commands:
   bulk      bulk transfers between two nodes over real quic-go or uplink's TCP
   records   check or merge records files
   summarize print run's table from records files
+  results   regenerate (or --check) the result pages from their committed records
   version   print the version
 
 Run 'uplink <command> --help' for a command's flags.
@@ -90,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRecords(args[1:], stdout, stderr)
 	case "summarize":
 		err = cmdSummarize(args[1:], stdout, stderr)
+	case "results":
+		err = cmdResults(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "uplink", buildVersion())
 		return 0

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// A results folder (results/NAME/) holds the records behind a page of
+// results and the command that made them:
+//
+//	command        the uplink validate command line, one line ('#' lines
+//	               are comments)
+//	records.jsonl  the records it wrote (its --cache)
+//	report.md      generated: the comparison (and its figures), by
+//	               uplink results from the two above
+//
+// uplink results regenerates every page from its records alone; with
+// --check it regenerates into a scratch folder and fails when a committed
+// page differs.
+
+// cmdResults regenerates (or checks) the generated pages of the results
+// folders under --dir.
+func cmdResults(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("uplink results", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "results", "the folder of results folders (each with a command and its records.jsonl)")
+	check := fs.Bool("check", false, "regenerate into a scratch folder and fail when a committed page differs, instead of writing")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("results: unexpected argument %q", fs.Arg(0))}
+	}
+	entries, err := os.ReadDir(*dir)
+	if err != nil {
+		return usageError{fmt.Errorf("results: --dir: %w", pathErrCause(err))}
+	}
+	var stale []string
+	done := 0
+	for _, e := range entries {
+		folder := filepath.Join(*dir, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(folder, "command")); err != nil {
+			continue
+		}
+		target := folder
+		if *check {
+			if target, err = os.MkdirTemp("", "uplink-results-"); err != nil {
+				return fmt.Errorf("results: %w", err)
+			}
+			defer os.RemoveAll(target)
+		}
+		if err := regenerate(folder, target, stderr); err != nil {
+			return fmt.Errorf("results %s: %w", folder, err)
+		}
+		done++
+		if *check {
+			want, err := os.ReadFile(filepath.Join(folder, "report.md"))
+			got, gerr := os.ReadFile(filepath.Join(target, "report.md"))
+			if err != nil || gerr != nil || !bytes.Equal(want, got) {
+				stale = append(stale, filepath.Join(folder, "report.md"))
+			}
+		}
+	}
+	if done == 0 {
+		return usageError{fmt.Errorf("results: no results folder (one with a command file) under %s", *dir)}
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("results: %d pages differ from what their records give (run uplink results to regenerate them): %s", len(stale), strings.Join(stale, ", "))
+	}
+	verb := "regenerated"
+	if *check {
+		verb = "checked"
+	}
+	fmt.Fprintf(stdout, "%d results pages %s under %s\n", done, verb, *dir)
+	return nil
+}
+
+// readCommand reads a results folder's command: its first line that is
+// neither blank nor a comment, split on spaces (no quoting), without the
+// leading "uplink".
+func readCommand(folder string) ([]string, error) {
+	f, err := os.Open(filepath.Join(folder, "command"))
+	if err != nil {
+		return nil, pathErrCause(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if fields[0] == "uplink" {
+			fields = fields[1:]
+		}
+		if len(fields) == 0 || fields[0] != "validate" {
+			return nil, fmt.Errorf("command %q: want an uplink validate command line", line)
+		}
+		for _, f := range fields {
+			if slices.Contains([]string{"--cache", "--reuse", "--report", "--fresh"}, f) {
+				return nil, fmt.Errorf("command %q: %s is set by uplink results (the folder's records.jsonl and report)", line, f)
+			}
+		}
+		return fields[1:], nil
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("command: no command line in the file")
+}
+
+// regenerate writes the page of folder's records into target: the
+// folder's validate command, compared from its records alone.
+func regenerate(folder, target string, stderr io.Writer) error {
+	args, err := readCommand(folder)
+	if err != nil {
+		return err
+	}
+	args = append(args, "--cached-only", "--any-version", "--cache", filepath.Join(folder, "records.jsonl"), "--report", target)
+	return cmdValidate(args, io.Discard, stderr)
+}

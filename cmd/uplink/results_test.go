@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// TestResultsPages: a results folder's page is regenerated from its
+// records alone; --check passes while the page matches them and fails,
+// naming the page, once a record changes.
+func TestResultsPages(t *testing.T) {
+	root := t.TempDir()
+	folder := filepath.Join(root, "whole-shadow")
+	require.NoError(t, os.Mkdir(folder, 0o755))
+	command := "validate --table appendix_d_home --arm wholend --backend shadow --seeds 7-8 --nodes 20"
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "command"), []byte("# the whole message, Shadow's columns\nuplink "+command+"\n"), 0o644))
+
+	// The plan's cells, by the command's own --list-cells.
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(append(strings.Fields(command), "--list-cells", "--cache", filepath.Join(root, "none.jsonl")), &out, &errb), errb.String())
+	var recs []string
+	for _, l := range strings.Split(out.String(), "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) != 8 {
+			continue
+		}
+		p50 := 3.0 + 0.1*float64(len(recs))
+		r := cell.Record{Key: f[0], Arm: "wholend", Profile: f[2], Version: "test", N: 20, Total: 19, Completed: 19, PayloadBytes: 1 << 20, P50S: &p50, P99S: &p50}
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		recs = append(recs, string(b))
+	}
+	require.Len(t, recs, 4, "2 columns × 2 seeds:\n%s", out.String())
+	records := filepath.Join(folder, "records.jsonl")
+	require.NoError(t, os.WriteFile(records, []byte(strings.Join(recs, "\n")+"\n"), 0o644))
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"results", "--dir", root}, &out, &errb), errb.String())
+	page, err := os.ReadFile(filepath.Join(folder, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(page), "| wholend | shadow quic fifo | p50 | 3.22 s |")
+	require.Contains(t, string(page), "2/2")
+
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"results", "--dir", root, "--check"}, &out, &errb), errb.String())
+
+	changed := strings.Replace(strings.Join(recs, "\n"), `"p50_s":3`, `"p50_s":4`, 1)
+	require.NoError(t, os.WriteFile(records, []byte(changed+"\n"), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"results", "--dir", root, "--check"}, &out, &errb))
+	require.Contains(t, errb.String(), fmt.Sprintf("1 pages differ from what their records give (run uplink results to regenerate them): %s", filepath.Join(folder, "report.md")))
+
+	checkUsageErrors(t, []usageCase{
+		{[]string{"results", "--dir", filepath.Join(root, "nope")}, "results: --dir"},
+		{[]string{"results", "--dir", t.TempDir()}, "no results folder"},
+	})
+}
+
+// TestCommittedResultsCurrent: every page committed under results/ is what
+// its committed records give.
+func TestCommittedResultsCurrent(t *testing.T) {
+	dir := filepath.Join("..", "..", "results")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Skipf("no results folder: %v", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "command")); err == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Skip("no results folder with records yet")
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"results", "--dir", dir, "--check"}, &out, &errb), errb.String())
+}
