@@ -116,7 +116,7 @@ var recordStats = map[string]func(*cell.Record) (Value, bool){
 		return Known(100 * float64(r.RateK) / float64(max(r.RateN, 1))), true
 	},
 	// Section 5's late receivers: unknown (censored) with the p50;
-	// records written before the count lack it.
+	// absent from a record without the count.
 	"late_receivers": func(r *cell.Record) (Value, bool) {
 		switch {
 		case r.P50S == nil:
@@ -519,7 +519,7 @@ func configFor(base cell.Config, arm arms.Arm, col Column, n, payload int, seed 
 }
 
 // NoValue says why a row has no uplink value: its cell has not run, or its
-// records predate the statistic.
+// records lack the statistic.
 func (r Row) NoValue() string {
 	if r.Lacking > 0 {
 		return "not in the records (rerun the cell)"
@@ -555,7 +555,7 @@ type Row struct {
 	Cell     *ReplayCell
 	PerSeed  []Value // uplink, by the cell's seeds; missing seeds left out
 	Missing  int     // seeds without a record, or whose record lacks the statistic
-	Lacking  int     // of those, seeds whose record lacks it (written before the field)
+	Lacking  int     // of those, seeds whose record lacks it (a record without the field)
 	Median   Value
 	Spread   Spread
 	Diff     Value // (uplink − reference) / reference, in percent

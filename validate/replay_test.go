@@ -233,7 +233,7 @@ func TestCompareDiffsPaired(t *testing.T) {
 // seed 7: Shadow QUIC with quic-go's own 7 MB request (the Figure 1 cell,
 // same key), with the send buffer alone stored at 64 KB (request capped at
 // 32 KiB, receive buffer untouched), and Shadow TCP. Late receivers replay
-// from the record's count; a record written before the count is missing.
+// from the record's count; a record without the count is missing.
 func TestPlanSendBuffer(t *testing.T) {
 	p, err := PlanTable("s5_sndbuf", PlanOptions{})
 	if err != nil {

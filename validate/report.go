@@ -25,8 +25,8 @@ import (
 // its p50 as a tick, whiskers of ±1 s.d. of the per-seed p99, the
 // reference p99 as a ring, and the 3 s budget line) and one
 // cdf-COLUMN.png per column (completion times of every receiver of every
-// seed, per arm; records written before completion_us need per-node rows
-// for these).
+// seed, per arm; a record without completion_us needs per-node rows for
+// these).
 func WriteReport(dir string, p *Plan, records map[string]*cell.Record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)

@@ -6,11 +6,11 @@
 // Appendix A).
 //
 // The study's own router is a fork of go-libp2p-pubsub v0.17. These
-// policies were written from the study's description; since session 11
-// the fork's source has been read (through the search index; nothing is
-// copied), and two of its rules that the description left out are policy
-// options: the source counted as a known holder (Policy.CountSource) and
-// the heartbeat gossip of forwarded segments (Policy.Gossip).
+// policies follow the study's description, and two rules of the fork's
+// source that the description leaves out are policy options (read from
+// the source; nothing is copied): the source counted as a known holder
+// (Policy.CountSource) and the heartbeat gossip of forwarded segments
+// (Policy.Gossip).
 // Router embeds the stock *pubsub.GossipSubRouter, which keeps mesh
 // maintenance, the heartbeat, IDONTWANT and every topic without a policy;
 // Router takes over forwarding, IHAVE and IWANT for the topics that have
@@ -75,7 +75,7 @@ type Policy struct {
 	// one at the publish. The study's fork counts every mesh peer that
 	// sent IDONTWANT (phaseForwarding.trim), so its relays push
 	// r - 1 = 1 copy at r = 2. Off: the source is skipped but not
-	// counted (uplink's reading of the prose before session 11).
+	// counted (the study's description read alone).
 	CountSource bool
 	// Gossip makes the heartbeat announce the held messages of the topic
 	// to non-mesh peers and serve their IWANTs from a message cache, as

@@ -237,9 +237,9 @@ func (r *Router) done(id string) bool {
 // The sender is never pushed to; with Policy.CountSource it also counts
 // against r once it is a known holder, as in the study's fork, so a relay
 // pushes r - 1 copies (its source's IDONTWANT arrives ahead of the
-// message). Without it every relay makes about r pushes (uplink's reading
-// of the prose before session 11, when it fitted A-tuned better in
-// cells without the fork's heartbeat gossip).
+// message). Without it every relay makes about r pushes (the study's
+// description read alone; in cells without the fork's heartbeat gossip
+// it fits A-tuned better).
 func (r *Router) Publish(msg *pubsub.Message) {
 	if _, ok := r.policies[msg.GetTopic()]; !ok {
 		r.GossipSubRouter.Publish(msg)
