@@ -923,7 +923,7 @@ func (d *driver) record() *Record {
 	cfg, m := &d.cfg, &d.m
 	form := d.form
 	rec := &Record{
-		Key: d.key,
+		Schema: RecordSchema, Key: d.key,
 		Arm: d.arm.Published, ArmName: d.arm.Name, Policy: d.policyName, Topics: len(d.topicNames),
 		Wire: WireRecord{Messages: form.MessageCount, Unit: form.Unit, IDWidth: form.IDWidth, Encoding: string(cfg.Encoding)},
 		Seed: cfg.Seed, Net: cfg.Net, NSize: cfg.N, N: cfg.N, Degree: cfg.Degree,

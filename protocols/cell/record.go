@@ -111,7 +111,13 @@ const (
 // Record is one cell run, with the harness record's fields
 // (study-model.md, "Records") and what uplink adds: the profile and every
 // knob, the transport, the version, wall time, phases and counts.
+// docs/records.md describes every field; a reader brings a record to the
+// current schema with Migrate.
 type Record struct {
+	// Schema is the version of the record's form: RecordSchema when
+	// written; 0 (absent) in a record written without it, which Migrate
+	// brings to RecordSchema.
+	Schema       int      `json:"schema"`
 	Key          string   `json:"key"` // Config.Key of the run
 	Arm          string   `json:"arm"` // the published name (harness records)
 	Seed         uint64   `json:"seed"`
@@ -136,8 +142,8 @@ type Record struct {
 	PubWireBytes uint64   `json:"publisher_wire_bytes"` // everything its uplink sent, headers and control included
 	// CountsAt says when the counts (duplicates, bytes, drops, queues)
 	// were read: CountsAtLastCompletion, as the study's harness reads
-	// them, or CountsAtWindowEnd when a receiver never completed. Records
-	// without it (before session 11) counted to the window's end.
+	// them, or CountsAtWindowEnd when a receiver never completed. A
+	// schema-0 record without it counted to the window's end (Migrate).
 	CountsAt    string  `json:"counts_at,omitempty"`
 	CountsAtS   float64 `json:"counts_at_s,omitempty"` // virtual seconds from the publish
 	RxNodeBytes float64 `json:"rx_node_bytes"`
@@ -147,13 +153,16 @@ type Record struct {
 
 	// Late counts the receivers that completed more than LateAfter past
 	// the p50, or never (section 5's "late receivers"); nil when the p50
-	// is censored, and in records written before the field.
+	// is censored, and in a schema-0 record without it whose completion
+	// times Migrate could not read (the count is then unknown).
 	Late *int `json:"late_receivers,omitempty"`
 	// CompletionUS holds the completion times of the receivers that
 	// completed, in µs after the publish, ascending; the other Total −
 	// len receivers are censored. Enough for a CDF or any quantile
-	// without per-node rows (a few KiB at 500 nodes); absent in records
-	// written before the field.
+	// without per-node rows (a few KiB at 500 nodes). Absent when no
+	// receiver completed, and in a schema-0 record without it and without
+	// per-node rows to take it from (Migrate): CompletionTimes then says
+	// the times are unknown.
 	CompletionUS []int64 `json:"completion_us,omitempty"`
 
 	ArmName  string     `json:"arm_name"` // the catalogue name (protocols/arms)
@@ -272,7 +281,7 @@ func (r *Record) CompletionTimes() (done []float64, receivers int, ok bool) {
 		return done, receivers, true
 	}
 	if len(r.CompletionUS) != r.Completed {
-		return nil, 0, false // written before the field (none completed: nothing to lose)
+		return nil, 0, false // neither rows nor times (with none completed, none are missing)
 	}
 	for _, us := range r.CompletionUS {
 		done = append(done, float64(us)/1e6)
