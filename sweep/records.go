@@ -28,8 +28,10 @@ var (
 
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
-// ParseRecord reads one line of a records file: a cell record, or
-// ErrBlankLine, or ErrRecordCut, or why the line is not a record.
+// ParseRecord reads one line of a records file: a cell record brought to
+// the current schema (cell.Record.Migrate), or ErrBlankLine, or
+// ErrRecordCut, or why the line is not a record (a record of a schema
+// newer than this build's among them).
 func ParseRecord(line []byte) (*cell.Record, error) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return nil, ErrBlankLine
@@ -47,6 +49,9 @@ func ParseRecord(line []byte) (*cell.Record, error) {
 	}
 	if rec.Key == "" {
 		return nil, errors.New("no cell key")
+	}
+	if err := rec.Migrate(); err != nil {
+		return nil, err
 	}
 	return &rec, nil
 }
@@ -95,12 +100,15 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s line %d: %v", p.Path, p.Line, p.Err)
 }
 
-// CheckRecord checks what every record must hold: a key, an arm, a
+// CheckRecord checks what every record must hold: the current schema
+// (cell.RecordSchema; ParseRecord migrates older ones), a key, an arm, a
 // profile, a version; at least two nodes and the receivers among them;
 // completed receivers within the total; quantiles, wall time and sizes
 // not negative, and the quantiles in order (p50 ≤ p90 ≤ p99 ≤ last).
 func CheckRecord(r *cell.Record) error {
 	switch {
+	case r.Schema != cell.RecordSchema:
+		return &cell.SchemaError{Schema: r.Schema}
 	case r.Key == "":
 		return errors.New("no cell key")
 	case r.Arm == "" || r.Profile == "":
