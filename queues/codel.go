@@ -130,9 +130,9 @@ func codelPop(q *ring, qBytes *int, b *base) *Packet {
 // shouldDrop is RFC 8289's dodequeue test (Linux codel_should_drop): the
 // sojourn must be at least target and the discipline's backlog, after p
 // left it, more than one MTU; the first time both hold starts an interval;
-// the drop is allowed once now reaches its end. queues.md, like RFC 8289,
-// allows it at now >= first_above; Linux tests now > first_above in
-// 1 024 ns ticks, a difference below the tick.
+// the drop is allowed once now reaches its end. The test here, like
+// RFC 8289's, allows it at now >= first_above; Linux tests now >
+// first_above in 1 024 ns ticks, a difference below the tick.
 func (v *codelVars) shouldDrop(p *Packet, prm *CoDelParams, backlog int, now des.Time) bool {
 	if p == nil {
 		v.firstAbove = 0

@@ -1,7 +1,7 @@
 package tcp
 
 // ShadowRenoCC is the Reno of Shadow 3.x's legacy TCP stack, with the
-// constants backends.md records (Shadow's tcp_cong_reno.c):
+// constants of Shadow's tcp_cong_reno.c (docs/references.md, "Shadow"):
 //
 //   - initial window 10 segments, ssthresh infinite;
 //   - slow start: cwnd grows by the number of segments each ACK

@@ -7,8 +7,8 @@ import (
 	"github.com/uplinksim/uplink/netmodel"
 )
 
-// TestShadowRenoRules steps Shadow's Reno through every rule backends.md
-// records and checks the exact windows.
+// TestShadowRenoRules steps Shadow's Reno through every rule
+// docs/references.md, "Shadow", records and checks the exact windows.
 func TestShadowRenoRules(t *testing.T) {
 	c := NewShadowReno(10, false)
 	check := func(step string, cwnd, ssthresh int) {

@@ -31,8 +31,8 @@ const (
 	// for the first ShadowAckSwitch (1 000) ACKs and ShadowAckDelayLater
 	// (5 ms) after; data arriving while one is pending is covered by it.
 	// The model applies the delay to every pure ACK, duplicates and the
-	// ACK of a FIN included (backends.md does not record exceptions), so
-	// duplicate ACKs arrive at most one per delay.
+	// ACK of a FIN included (docs/references.md, "Shadow", records no
+	// exceptions), so duplicate ACKs arrive at most one per delay.
 	DelAckShadow
 )
 
@@ -162,11 +162,12 @@ func LinuxConfig() Config {
 	}
 }
 
-// ShadowConfig is Shadow 3.x's legacy TCP stack (backends.md): Reno with
-// Shadow's constants, no SACK-based recovery, no pacing, Shadow's delayed
-// pure ACKs and buffer autotuning (send [16 KiB, 4 MiB], receive
-// [87 380, 6 MiB]; the defaults 131 072 and 174 760 apply until the
-// handshake gives an RTT), RTO = SRTT + 4 RTTVAR in [200 ms, 120 s].
+// ShadowConfig is Shadow 3.x's legacy TCP stack (docs/references.md,
+// "Shadow"): Reno with Shadow's constants, no SACK-based recovery, no
+// pacing, Shadow's delayed pure ACKs and buffer autotuning (send
+// [16 KiB, 4 MiB], receive [87 380, 6 MiB]; the defaults 131 072 and
+// 174 760 apply until the handshake gives an RTT), RTO = SRTT + 4 RTTVAR
+// in [200 ms, 120 s].
 func ShadowConfig() Config {
 	c := LinuxConfig()
 	c.CongestionControl = ShadowReno
