@@ -3,14 +3,15 @@ package netmodel
 // One-way latency models.
 //
 // The study gives every ordered pair of nodes a fixed one-way propagation
-// latency (report.md section 2, "Shared assumptions": "fixed one-way latency
-// per pair"; no routers, no shared paths). Its cells use the synthetic
-// geographic model `geo` of shared/reference/study-model.md, reproduced here
-// by GeoLatency: the regions, weights, base matrix, jitter range and the 1 ms
-// self latency are the study's; the hash functions are ours, so a GeoLatency
-// draw for a seed is statistically the study's model but not bit-identical to
-// the study's draw for the same seed. Replay an exported draw (ReadDraw) to
-// run on the study's exact latencies.
+// latency (the report, section 2, "Shared assumptions": "fixed one-way
+// latency per pair"; no routers, no shared paths). Its cells use the
+// synthetic geographic model `geo` (docs/references.md, "Geographic latency
+// model"), reproduced here by GeoLatency: the regions, weights, base
+// matrix, jitter range and the 1 ms self latency are the study's; the hash
+// functions are ours, so a GeoLatency draw for a seed is statistically the
+// study's model but not bit-identical to the study's draw for the same
+// seed. Replay an exported draw (ReadDraw) to run on the study's exact
+// latencies.
 
 import (
 	"fmt"
@@ -31,7 +32,8 @@ type LatencyModel interface {
 // Region is a geographic region of the geo latency model.
 type Region uint8
 
-// The regions of the geo model, in the order of study-model.md's tables.
+// The regions of the geo model, in the order of the table of
+// docs/references.md, "Geographic latency model".
 const (
 	RegionEU Region = iota
 	RegionNAEast
@@ -45,17 +47,18 @@ const (
 var geoRegionNames = [geoRegionCount]string{"eu", "na-east", "na-west", "asia", "rest"}
 
 // geoRegionWeights are the percentages of nodes drawn into each region
-// (study-model.md: eu 35, na-east 20, na-west 10, asia 25, rest 10). Read
-// only; exported through Region.Weight.
+// (docs/references.md, "Geographic latency model": eu 35, na-east 20,
+// na-west 10, asia 25, rest 10). Read only; exported through Region.Weight.
 var geoRegionWeights = [geoRegionCount]int{35, 20, 10, 25, 10}
 
 // geoBaseMs is the base one-way latency between regions in milliseconds,
-// rows and columns in Region order (study-model.md). Read only; exported
-// through GeoBaseLatency. The study calibrated the model to a mean one-way
-// latency of about 62 ms (a RIPE Atlas figure of an earlier study), but the
-// matrix and weights as published give an expectation of about 55.6 ms over
-// pairs of distinct nodes (GeoExpectedMeanMs), and the study measured about
-// 56 ms at N = 1 000.
+// rows and columns in Region order (docs/references.md, "Geographic latency
+// model"). Read only; exported through GeoBaseLatency. The study
+// calibrated the model to a mean one-way latency of about 62 ms (a RIPE
+// Atlas figure of an earlier study), but the matrix and weights as
+// published give an expectation of about 55.6 ms over pairs of distinct
+// nodes (GeoExpectedMeanMs), and the study measured about 56 ms at
+// N = 1 000.
 var geoBaseMs = [geoRegionCount][geoRegionCount]float64{
 	{8, 40, 70, 90, 110},
 	{40, 8, 30, 80, 60},
@@ -66,7 +69,7 @@ var geoBaseMs = [geoRegionCount][geoRegionCount]float64{
 
 // Jitter range of the geo model: a pair's latency is its base latency times
 // GeoJitterMin + GeoJitterSpan*u, u uniform in [0, 1), so the factor lies in
-// [0.8, 1.2) with mean 1 (study-model.md).
+// [0.8, 1.2) with mean 1 (docs/references.md, "Geographic latency model").
 const (
 	GeoJitterMin  = 0.8
 	GeoJitterSpan = 0.4
@@ -101,8 +104,8 @@ func (r Region) Weight() int {
 }
 
 // GeoBaseLatency returns the geo model's base one-way latency between
-// regions a and b (study-model.md), before jitter. It panics on a value that
-// is not a region.
+// regions a and b (docs/references.md, "Geographic latency model"), before
+// jitter. It panics on a value that is not a region.
 func GeoBaseLatency(a, b Region) des.Time { return geoMs(geoBaseMs[a][b]) }
 
 // ParseRegion returns the region with the study's name s.

@@ -9,10 +9,11 @@ import (
 	"github.com/uplinksim/uplink/des"
 )
 
-// The study's seeds (study-model.md: 7 to 16).
+// The study's seeds (docs/references.md, "A cell": 7 to 16).
 var geoTestSeeds = []uint64{7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
-// Known answer, by hand from study-model.md's weights and matrix:
+// Known answer, by hand from the weights and matrix of docs/references.md,
+// "Geographic latency model":
 // sum_a w_a sum_b w_b base_ab = 0.35*51.3 + 0.20*44.6 + 0.10*53.3 +
 // 0.25*63.0 + 0.10*76.5 = 55.605 ms (E[jitter] = 1).
 const geoTestExpectedMeanMs = 55.605

@@ -2,11 +2,12 @@ package netmodel
 
 // Network scenarios and topology draws.
 //
-// A scenario sets every node's access-link rates (study-model.md, "A cell";
-// report.md Appendix A). A draw is everything a cell's network is made of --
-// graph, link rates and one-way latencies -- in the exportable form the study
-// hands from its harness to Shadow and to the Linux cells (report.md section 2,
-// "The cell", and Appendix C), so a cell can be replayed on the same draw.
+// A scenario sets every node's access-link rates (docs/references.md, "A
+// cell"; the report's Appendix A). A draw is everything a cell's network is
+// made of -- graph, link rates and one-way latencies -- in the exportable
+// form the study hands from its harness to Shadow and to the Linux cells
+// (the report, section 2, "The cell", and Appendix C), so a cell can be
+// replayed on the same draw.
 
 import (
 	"bufio"
@@ -24,7 +25,7 @@ import (
 // Link rates of the scenarios, in bit/s (decimal: 1 Mbit/s = 10^6 bit/s).
 const (
 	scenMbps          int64 = 1_000_000
-	scenHomeUp              = 50 * scenMbps   // home uplink (study-model.md)
+	scenHomeUp              = 50 * scenMbps   // home uplink (docs/references.md, "A cell")
 	scenHomeDown            = 100 * scenMbps  // home downlink
 	scenDatacenter          = 1000 * scenMbps // datacenter and builder links, both ways
 	scenDatacenterPct       = 20              // dc20, dcb20: percent of nodes 1..N-1
@@ -38,9 +39,10 @@ func ScenarioNames() []string { return []string{"home", "dc20", "dcb20", "upN"} 
 // datacenter links in a network of n nodes: the contiguous block
 // 1, 2, ..., floor(20 * (n-1) / 100).
 //
-// study-model.md says only "20 % of nodes 1..N-1 (chosen by index)". The
-// block is the study harness's placement as its source describes it (the
-// research tree's segmentintegrationtest/topology_test.go, meshLinks and
+// docs/references.md, "A cell", says only "20 % of nodes 1 to N − 1
+// (chosen by index)". The block is the study harness's placement as its
+// source describes it (the research tree's
+// segmentintegrationtest/topology_test.go, meshLinks and
 // meshLinkCounts: SEGMENT_DATACENTER_PCT of the n-1 non-publisher nodes,
 // rounded down, "the datacenter block first from node 1"). Because the dial
 // graph is a random regular graph, a block of indices is as good a random
@@ -56,7 +58,7 @@ func DatacenterNodes(n int) []int {
 }
 
 // Scenario returns the per-node uplink and downlink rates in bit/s of the
-// named scenario on n nodes (study-model.md, "A cell"):
+// named scenario on n nodes (docs/references.md, "A cell"):
 //
 //   - "home": every node 50 Mbit/s up, 100 Mbit/s down;
 //   - "dc20": as home, but the nodes DatacenterNodes(n) (20 % of nodes

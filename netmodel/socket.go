@@ -8,8 +8,9 @@ import (
 	"github.com/uplinksim/uplink/des"
 )
 
-// Socket buffer limits, as Linux and Shadow apply them (backends.md): a
-// requested size is stored doubled, with a floor and a ceiling.
+// Socket buffer limits, as Linux and Shadow apply them (docs/references.md,
+// "Shadow" and "Linux namespaces"): a requested size is stored doubled,
+// with a floor and a ceiling.
 const (
 	DefaultSendBuffer = 131072
 	DefaultRecvBuffer = 174760

@@ -4,12 +4,12 @@ package netmodel
 //
 // The study's cells run on a connected random d-regular graph (degree 70 in
 // every cell of the report) in which the lower index of every edge dials the
-// higher one (shared/reference/study-model.md, "A cell" and "Graph"). The
-// study builds it by starting from a circulant graph of the target degree and
-// applying 50 x |E| double-edge swaps that keep the graph simple, driven by a
-// PCG generator seeded from the cell seed. RegularGraph follows that recipe
+// higher one (docs/references.md, "A cell" and "Graph"). The study builds it
+// by starting from a circulant graph of the target degree and applying
+// 50 x |E| double-edge swaps that keep the graph simple, driven by a PCG
+// generator seeded from the cell seed. RegularGraph follows that recipe
 // with its own random stream: it is deterministic in the seed but not
-// bit-identical to the study's draw (study-model.md says it need not be). To
+// bit-identical to the study's draw (docs/references.md, "Graph"). To
 // replay a cell on the study's exact graph, import its exported draw
 // (ReadDraw) instead.
 
@@ -22,7 +22,8 @@ import (
 )
 
 // SwapsPerEdge is the number of successful double-edge swaps RegularGraph
-// applies per edge of the starting circulant graph (study-model.md: 50 x |E|).
+// applies per edge of the starting circulant graph (docs/references.md,
+// "Graph": 50 x |E|).
 const SwapsPerEdge = 50
 
 // topoAttemptsPerSwap bounds the swap attempts at this many times the target
@@ -42,10 +43,11 @@ const topoStreamTag uint64 = 0x746f706f
 // Graph is an undirected simple graph on nodes 0..N-1, stored as dial pairs.
 //
 // Every edge is a pair (lo, hi) with lo < hi, and lo is the node that dials
-// (study-model.md: "the lower index dials"). Edges is sorted
-// lexicographically. Graphs built by RegularGraph are Degree-regular and
-// connected; a Graph built by GraphFromEdges has Degree set to the common
-// degree when every node has the same degree and to -1 otherwise.
+// (docs/references.md, "Graph": of each edge, the node with the lower index
+// dials). Edges is sorted lexicographically. Graphs built by RegularGraph
+// are Degree-regular and connected; a Graph built by GraphFromEdges has
+// Degree set to the common degree when every node has the same degree and
+// to -1 otherwise.
 type Graph struct {
 	N      int
 	Degree int
@@ -57,7 +59,7 @@ type Graph struct {
 // RegularGraph returns a random connected degree-regular simple graph on n
 // nodes, deterministic in seed.
 //
-// Construction (study-model.md, "Graph"):
+// Construction (docs/references.md, "Graph"):
 //
 //  1. The circulant graph of the given degree: node i is linked to i±1, ...,
 //     i±degree/2 (mod n); when degree is odd, n is necessarily even and node
