@@ -1,9 +1,10 @@
 // Package validate holds what uplink's results are checked against: the
-// reference tables of the study's report (shared/reference/report.md and its
-// summary post.md) as embedded data files, loaders for the reference
-// backends' own records (the harness's JSON cell records and Shadow's
-// per-node SHADOWSTAT lines), and the statistics the report computes from
-// them (study-model.md, "Completion rule and statistics").
+// reference tables of the study's report and of its summary post
+// (docs/references.md, "Public sources") as embedded data files, loaders
+// for the reference backends' own records (the harness's JSON cell records
+// and Shadow's per-node SHADOWSTAT lines), and the statistics the report
+// computes from them (docs/references.md, "Completion rule and
+// statistics").
 //
 // Censoring is carried through every step. A receiver that never completes
 // has no completion time; a quantile, median, difference or range that

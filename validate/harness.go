@@ -1,6 +1,6 @@
 package validate
 
-// The in-process harness's cell records (study-model.md, "Records"): one
+// The in-process harness's cell records (docs/references.md, "Records"): one
 // JSON object per cell, with the fields arm, seed, net, pay, nsize,
 // payload_bytes, n, completed, total, last_s, p50_s, p90_s, p99_s,
 // deadline_s, rate_k, rate_n, dups, idw_tx, publisher_bytes, rx_node_bytes,
@@ -253,7 +253,7 @@ func (r HarnessRecord) check() error {
 }
 
 // Summary returns the record as a cell summary. The harness runs QUIC
-// only (report.md section 10), so Transport is "quic". Last is censored
+// only (the report, section 10), so Transport is "quic". Last is censored
 // when some receiver never completed, whatever last_s says.
 func (r HarnessRecord) Summary() CellSummary {
 	last := r.Last

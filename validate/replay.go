@@ -681,8 +681,8 @@ func RankingLines(rows []Row) []string {
 }
 
 // reportDegree is the dial-graph degree of a replayed or studied cell of
-// n nodes: the given one, else the report's 70 (study-model.md), and the
-// complete graph when a shrunk cell is too small for it.
+// n nodes: the given one, else the report's 70 (docs/references.md, "A
+// cell"), and the complete graph when a shrunk cell is too small for it.
 func reportDegree(degree, n int) int {
 	if degree == 0 {
 		degree = 70

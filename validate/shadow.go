@@ -1,6 +1,6 @@
 package validate
 
-// Shadow's per-node records (study-model.md, "Records"): each node prints
+// Shadow's per-node records (docs/references.md, "Records"): each node prints
 // one line `SHADOWSTAT {json}` in its log, with its index, transport, arm,
 // whether and when it completed, its mesh size at the publish and at the
 // end, duplicates, rejects, received and sent bytes, control bytes received

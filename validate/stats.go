@@ -1,15 +1,15 @@
 package validate
 
-// The study's statistics (shared/reference/study-model.md, "Completion rule
-// and statistics"; report.md section 2, "Paired cells and statistics", and
+// The study's statistics (docs/references.md, "Completion rule and
+// statistics"; the report, section 2, "Paired cells and statistics", and
 // section 10, "Statistic").
 //
 // Rules this file fixes where the study does not spell them out:
 //
-//   - Median of an even count: the mean of the two middle values. Neither the
-//     report nor study-model.md states the rule. The circumstantial evidence
-//     is that the study's comparison tool is a Python script
-//     (report.md Appendix C: "compare.py --queue-agnostic harness"), and
+//   - Median of an even count: the mean of the two middle values. The
+//     report does not state the rule. The circumstantial evidence is that
+//     the study's comparison tool is a Python script (the report's
+//     Appendix C: "compare.py --queue-agnostic harness"), and
 //     Python's statistics.median and numpy.median both take the mean of the
 //     two middle values. No printed number in the report contradicts it (the
 //     medians are of continuous completion times, so the printed values
@@ -17,7 +17,7 @@ package validate
 //   - Censoring in a median: values are sorted with censored ones last (as
 //     +Inf); the median is censored when the middle value, or either of the
 //     two middle values of an even count, is censored. The report prints no
-//     median for a set that is mostly censored (report.md section 9: the
+//     median for a set that is mostly censored (the report, section 9: the
 //     warm whole message, "nine of ten seeds do not complete inside the
 //     cell's window", has no number), which this rule reproduces.
 //   - Differences and ratios of a censored value are censored.
@@ -93,12 +93,12 @@ func sortedValues(vals []Value) []Value {
 }
 
 // QuantileIndex returns the 0-based index, in the sorted completion times of
-// m receivers, of the p-quantile: ceil(p × m) − 1 (study-model.md; m is
-// N − 1, every node but the publisher). p must be in (0, 1]. A product p × m
-// within 1e-9 (relative) of a whole number is taken as that number, so that
-// the index is the one exact decimal arithmetic gives: 0.07 × 100 is
-// 7.000000000000001 in binary floating point, and its quantile index is 6,
-// not 7.
+// m receivers, of the p-quantile: ceil(p × m) − 1 (docs/references.md,
+// "Completion rule and statistics"; m is N − 1, every node but the
+// publisher). p must be in (0, 1]. A product p × m within 1e-9 (relative)
+// of a whole number is taken as that number, so that the index is the one
+// exact decimal arithmetic gives: 0.07 × 100 is 7.000000000000001 in binary
+// floating point, and its quantile index is 6, not 7.
 func QuantileIndex(p float64, m int) (int, error) {
 	if m < 1 {
 		return 0, fmt.Errorf("validate: quantile over %d receivers, need at least one", m)
@@ -225,9 +225,9 @@ type Spread struct {
 }
 
 // SeedSpread returns the min..max range of per-seed values: the reference
-// backend's seed-to-seed spread of report.md section 2 ("a difference within
-// the harness's own seed-to-seed spread") and the bracketed range of the
-// paired statistic of section 10.
+// backend's seed-to-seed spread of the report, section 2 ("a difference
+// within the harness's own seed-to-seed spread"), and the bracketed range of
+// the paired statistic of section 10.
 func SeedSpread(vals []Value) (Spread, error) {
 	if len(vals) == 0 {
 		return Spread{}, errors.New("validate: spread of no values")

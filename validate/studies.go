@@ -78,7 +78,7 @@ func seeds(lo, hi uint64) []uint64 {
 // one-MTU quantum) without CoDel: DRR over the same classes, no limit.
 const fairNoAQM = "drr:classify=pair,flows=128,quantum=1500,limit=none"
 
-// Studies lists the studies of report.md section 11 (a to e) and the
+// Studies lists the studies of the report, section 11 (a to e), and the
 // untested PIE case of section 4 (f).
 func Studies() []Study {
 	fig1 := []string{"wholend", "atuned", "acoded", "bfixed", "bcodedfc1", "c32", "c32rs"}

@@ -1,7 +1,7 @@
 package validate
 
-// The report's agreement criterion (report.md section 2, "Statistic";
-// study-model.md, "Completion rule and statistics"): "Agreement requires a
+// The report's agreement criterion (the report, section 2, "Statistic";
+// docs/references.md, "Completion rule and statistics"): "Agreement requires a
 // difference within the harness's own seed-to-seed spread (a few percent)
 // and the same ranking of the arms."
 //
