@@ -7,10 +7,10 @@ import (
 	"github.com/klauspost/compress/snappy"
 )
 
-// Variant is an arm's protocol variant (report.md section 1 and Appendix A):
-// Whole is stock gossipsub with one message; A carries segments on one
-// topic; B uses the partial-messages extension; C uses one topic per segment
-// index.
+// Variant is an arm's protocol variant (the report, section 1, and its
+// Appendix A): Whole is stock gossipsub with one message; A carries
+// segments on one topic; B uses the partial-messages extension; C uses one
+// topic per segment index.
 type Variant string
 
 // The variants.
@@ -21,16 +21,17 @@ const (
 	VariantC     Variant = "C"
 )
 
-// Arm is one entry of the arm catalogue (study-model.md "Arms", report.md
-// Appendix A). Name is this package's name for the arm (policy plus unit),
-// Published the name the reference records use, Report the report's name.
-// Unit is 0 for the whole-message arm (its unit is the payload). Coded arms
-// add K parity shards; CompressFirst arms snappy-compress the payload before
-// segmenting and coding. StructuredIDs is set where the catalogue says so
-// (acoded, lad_phase, aadaptds); Appendix A and study-model.md are silent on
-// the ids of the other coded arms, which are therefore recorded with plain
-// 20-byte ids until the research tree's arms.sh says otherwise. Forward
-// is the forwarding policy as data; protocols/phase carries it out.
+// Arm is one entry of the arm catalogue (docs/references.md, "Arms"; the
+// report's Appendix A). Name is this package's name for the arm (policy
+// plus unit), Published the name the reference records use, Report the
+// report's name. Unit is 0 for the whole-message arm (its unit is the
+// payload). Coded arms add K parity shards; CompressFirst arms
+// snappy-compress the payload before segmenting and coding. StructuredIDs
+// is set where the catalogue says so (acoded, lad_phase, aadaptds);
+// Appendix A is silent on the ids of the other coded arms, which are
+// therefore recorded with plain 20-byte ids until the research tree's
+// arms.sh says otherwise. Forward is the forwarding policy as data;
+// protocols/phase carries it out.
 type Arm struct {
 	Name          string
 	Published     string
@@ -43,10 +44,10 @@ type Arm struct {
 	Forward       Forward
 }
 
-// Forward is an arm's forwarding policy as data (study-model.md "Arms",
-// "Phase forwarding", "FINAL"; report.md Appendix A). Stock arms (the whole
-// message, tier 1) use the stock gossipsub router; the others uplink's phase
-// router (protocols/phase).
+// Forward is an arm's forwarding policy as data (docs/references.md,
+// "Arms", "Phase forwarding" and "FINAL"; the report's Appendix A). Stock
+// arms (the whole message, tier 1) use the stock gossipsub router; the
+// others uplink's phase router (protocols/phase).
 type Forward struct {
 	Stock bool // stock gossipsub forwarding (full-mesh push)
 	Batch bool // the publisher publishes its units as one library batch
@@ -63,7 +64,7 @@ type Forward struct {
 // AR marks the size-adaptive push width in Forward.PushWidth.
 const AR = -1
 
-// Catalogue is the arm table of report.md Appendix A, in its order.
+// Catalogue is the arm table of the report's Appendix A, in its order.
 var Catalogue = []Arm{
 	{Name: "wholend", Published: "wholend", Report: "whole message", Variant: VariantWhole,
 		Forward: Forward{Stock: true}},
@@ -89,7 +90,7 @@ var Catalogue = []Arm{
 	{Name: "bcodedfc1_32k", Published: "bcodedfc1", Report: "coded B 32k", Variant: VariantB, Unit: Unit32K, Coded: true},
 	{Name: "c_32k", Published: "c32", Report: "C 32k", Variant: VariantC, Unit: Unit32K,
 		Forward: Forward{PushWidth: 2, Final: true}},
-	// C + RS: stop-pull as every coded arm (study-model.md "FINAL");
+	// C + RS: stop-pull as every coded arm (docs/references.md, "FINAL");
 	// Appendix A's row names only "C plus parity K".
 	{Name: "crs_32k", Published: "c32rs", Report: "C + RS 32k", Variant: VariantC, Unit: Unit32K, Coded: true,
 		Forward: Forward{PushWidth: 2, Final: true, StopPull: true}},
@@ -114,9 +115,9 @@ func LookupArm(name string) (Arm, error) {
 	return Arm{}, fmt.Errorf("unknown arm %q; valid arms: %s", name, strings.Join(valid, ", "))
 }
 
-// WireForm is the arm's wire form for payload (study-model.md, "Arms"). For
-// compress-first arms it compresses payload with snappy, since the message
-// count follows the compressed length.
+// WireForm is the arm's wire form for payload (docs/references.md, "Arms").
+// For compress-first arms it compresses payload with snappy, since the
+// message count follows the compressed length.
 func (a Arm) WireForm(payload []byte) (WireForm, error) {
 	if a.Variant == VariantWhole {
 		wf, err := WholeWireForm(len(payload))
@@ -137,8 +138,8 @@ func (a Arm) WireForm(payload []byte) (WireForm, error) {
 }
 
 // AdaptivePushWidth is AR, the size-adaptive push width of the tier 2 and
-// tier 3 arms (study-model.md "Arms", report.md Appendix A): 4 for payloads
-// up to 256 KiB, 3 up to 1 MiB, 2 above; both bounds inclusive.
+// tier 3 arms (docs/references.md, "Arms"; the report's Appendix A): 4 for
+// payloads up to 256 KiB, 3 up to 1 MiB, 2 above; both bounds inclusive.
 func AdaptivePushWidth(payloadLen int) int {
 	switch {
 	case payloadLen <= 256<<10:

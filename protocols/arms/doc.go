@@ -4,9 +4,9 @@
 // Reed-Solomon coding with a Merkle-rooted descriptor, and the units a
 // publisher sends for an arm with their completion rule.
 //
-// Every definition here follows /work/shared/reference/study-model.md
-// (sections "Arms", "Structured ids", "Reed-Solomon", "Payload" and
-// "Completion rule") and Appendix A of report.md. The forwarding itself
-// (phase forwarding, FINAL) is protocols/phase; variant B's claim ledger is
-// not written yet.
+// Every definition here follows docs/references.md (entries "Arms",
+// "Structured ids", "Reed-Solomon", "Payload" and "Completion rule and
+// statistics") and the report's Appendix A. The forwarding itself (phase
+// forwarding, FINAL) is protocols/phase; variant B's push policy and claim
+// ledger are protocols/partial.
 package arms

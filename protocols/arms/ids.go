@@ -7,14 +7,16 @@ import (
 	"fmt"
 )
 
-// Message ids (study-model.md, "Gossipsub settings" and "Structured ids").
+// Message ids (docs/references.md, "Gossipsub settings" and "Structured
+// ids").
 //
 // Plain arms use the 20-byte hash id: the first 20 bytes of SHA-256 of the
 // message data. With structured ids each segment's id is an 81-byte prefix
-// followed by that 20-byte hash id, 101 bytes in all. study-model.md gives
-// the prefix's fields (magic "SGID", version, slot, block root, group id,
-// index) and its total of 81 bytes but not the field widths; this package
-// fixes them, all integers big-endian:
+// followed by that 20-byte hash id, 101 bytes in all. The study gives the
+// prefix's fields (magic "SGID", version, slot, block root, group id,
+// index) and its total of 81 bytes but not the field widths
+// (docs/references.md, "Structured ids"); this package fixes them, all
+// integers big-endian:
 //
 //	offset  width  field
 //	     0      4  magic "SGID"
@@ -109,11 +111,11 @@ func VerifyStructuredID(id, data []byte) (StructuredPrefix, error) {
 }
 
 // WireForm is an arm's wire form, which every record carries; records with
-// different wire forms are not compared (study-model.md, "Arms"; report.md
-// Appendix A). MessageCount is the number of gossip messages the publisher
-// publishes (for coded arms data plus parity shards), Unit the bytes per full
-// unit (the whole payload for the whole-message arm), IDWidth the message id
-// length in bytes.
+// different wire forms are not compared (docs/references.md, "Arms"; the
+// report's Appendix A). MessageCount is the number of gossip messages the
+// publisher publishes (for coded arms data plus parity shards), Unit the
+// bytes per full unit (the whole payload for the whole-message arm),
+// IDWidth the message id length in bytes.
 type WireForm struct {
 	MessageCount int
 	Unit         int

@@ -5,9 +5,10 @@ import (
 	"math/rand/v2"
 )
 
-// Payload shape. study-model.md ("Payload") asks for a mainnet-like payload
-// that snappy-compresses about 1.40 : 1 (about 746 KB for 1 MiB), because
-// random bytes are not representative for the compress-first arms.
+// Payload shape. The study's cells use a mainnet-like payload that
+// snappy-compresses about 1.40 : 1 (about 746 KB for 1 MiB), because random
+// bytes are not representative for the compress-first arms
+// (docs/references.md, "Payload").
 //
 // MainnetLikePayload models an execution block body as a run of
 // transaction-like records laid out in 32-byte ABI words, the way calldata
@@ -30,7 +31,7 @@ const (
 // MainnetLikePayload returns size bytes of deterministic, mainnet-like
 // payload for seed: the same (seed, size) always gives the same bytes, and a
 // shorter payload for the same seed is a prefix of a longer one. It
-// compresses about 1.40 : 1 under snappy (study-model.md, "Payload").
+// compresses about 1.40 : 1 under snappy (docs/references.md, "Payload").
 func MainnetLikePayload(seed uint64, size int) []byte {
 	if size <= 0 {
 		return []byte{}

@@ -18,7 +18,7 @@ func TestPayloadRatio(t *testing.T) {
 		if ratio < 1.35 || ratio > 1.45 {
 			t.Errorf("seed %d: snappy ratio %.4f (%d bytes), want [1.35, 1.45]", seed, ratio, len(c))
 		}
-		// About 746 KB for 1 MiB (study-model.md, "Payload").
+		// About 746 KB for 1 MiB (docs/references.md, "Payload").
 		if len(c) < 735_000 || len(c) > 760_000 {
 			t.Errorf("seed %d: compressed %d bytes, want about 746 KB", seed, len(c))
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/klauspost/reedsolomon"
 )
 
-// Reed-Solomon coding of the coded arms (study-model.md, "Reed-Solomon" and
-// "Completion rule"): a systematic code over GF(2^8) from
+// Reed-Solomon coding of the coded arms (docs/references.md, "Reed-Solomon"
+// and "Completion rule and statistics"): a systematic code over GF(2^8) from
 // github.com/klauspost/reedsolomon with K data shards (the payload's K
 // segments) and K parity shards, so that any K of the 2K complete. GF(2^8)
 // allows at most 256 shards, hence K <= MaxDataShards = 128. The last data
@@ -45,7 +45,7 @@ const (
 // acodedcf); TotalLength is then the compressed length.
 const FlagCompressFirst uint8 = 1
 
-// Descriptor describes one coded group (study-model.md, "Reed-Solomon").
+// Descriptor describes one coded group (docs/references.md, "Reed-Solomon").
 // Count is K, the number of data shards (the group has 2K shards);
 // SegmentSize is the full shard size; TotalLength is the length of the coded
 // bytes (the compressed length under FlagCompressFirst); Root is the Merkle
@@ -79,7 +79,7 @@ func Encode(payload []byte, unit int) (Descriptor, []Shard, error) {
 
 // EncodeCompressFirst snappy-compresses payload (block encoding), then
 // segments and codes the compressed bytes as Encode does (tier 3 and
-// acodedcf, study-model.md "Arms"). The descriptor carries the compressed
+// acodedcf, docs/references.md, "Arms"). The descriptor carries the compressed
 // length and FlagCompressFirst; Decode reverses both steps.
 func EncodeCompressFirst(payload []byte, unit int) (Descriptor, []Shard, error) {
 	if len(payload) == 0 {

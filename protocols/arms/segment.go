@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Unit sizes of the segmented arms (study-model.md, "Arms"; report.md
-// Appendix A): 32 KiB for the 32k arms, 16 KiB for the 16k arms.
+// Unit sizes of the segmented arms (docs/references.md, "Arms"; the
+// report's Appendix A): 32 KiB for the 32k arms, 16 KiB for the 16k arms.
 const (
 	Unit16K = 16 << 10
 	Unit32K = 32 << 10
@@ -14,7 +14,7 @@ const (
 
 // Segment is one unit of a segmented payload: segment Index of Total, with
 // its bytes. Every segment but the last is exactly one unit long; the last
-// holds the remainder (study-model.md, "Arms").
+// holds the remainder (docs/references.md, "Arms").
 type Segment struct {
 	Index, Total int
 	Data         []byte

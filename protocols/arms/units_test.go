@@ -171,7 +171,7 @@ func TestPartsVariantB(t *testing.T) {
 // TestUnitsSnappy: with the snappy wire encoding every unit is the
 // snappy block encoding of its raw bytes (structured ids kept in front, in
 // the clear, and naming the compressed bytes), and the mainnet-like
-// payload's whole message shrinks about 1.40 : 1 (study-model.md,
+// payload's whole message shrinks about 1.40 : 1 (docs/references.md,
 // "Payload"), its 32 KiB segments about 1.30 : 1; parity shards, which
 // are random, do not shrink.
 func TestUnitsSnappy(t *testing.T) {
