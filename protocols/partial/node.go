@@ -1,7 +1,7 @@
 // Package partial is variant B of the study: the payload's parts travel on
 // go-libp2p-pubsub's partial-messages extension (/meshsub/1.3.0), with
 // per-peer bitmaps of held and wanted parts, a push policy and a claim
-// ledger (study-model.md "Variant B"; report.md Appendix A).
+// ledger (docs/references.md, "Variant B"; the report's Appendix A).
 //
 // The study's own implementation is not available; this one is written
 // from the description, and where the description is silent it makes a

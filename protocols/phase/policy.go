@@ -2,8 +2,8 @@
 // arms: phase forwarding (a push width r, an immediate IHAVE to the rest
 // of the mesh, known holders, hash-ranked push targets), the phase shift's
 // push budget that decays on IDONTWANT, FINAL (the pull discipline) and
-// stop-pull (study-model.md "Phase forwarding", "FINAL"; report.md
-// Appendix A).
+// stop-pull (docs/references.md, "Phase forwarding" and "FINAL"; the
+// report's Appendix A).
 //
 // The study's own router is a fork of go-libp2p-pubsub v0.17. These
 // policies follow the study's description, and two rules of the fork's

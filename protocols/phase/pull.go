@@ -7,7 +7,7 @@ import (
 )
 
 // FinalParams are the knobs of FINAL, the study's pull discipline
-// (study-model.md "FINAL, the pull discipline"; report.md Appendix A:
+// (docs/references.md, "FINAL"; the report's Appendix A:
 // SEGMENT_IWANT_DISCIPLINE_MS=200, SEGMENT_IHAVE_PARK_PROMISE_MS=400,
 // SEGMENT_IHAVE_PARK_K=1, SEGMENT_IHAVE_PARK_TTL_MS=30000).
 type FinalParams struct {

@@ -233,7 +233,8 @@ func (r *Router) done(id string) bool {
 // own messages like any relay.
 //
 // The r pushes go to mesh peers other than the sender, less the known
-// holders as study-model.md defines them (IDONTWANT or an announcement).
+// holders as docs/references.md, "Phase forwarding", defines them
+// (IDONTWANT or an announcement).
 // The sender is never pushed to; with Policy.CountSource it also counts
 // against r once it is a known holder, as in the study's fork, so a relay
 // pushes r - 1 copies (its source's IDONTWANT arrives ahead of the
