@@ -85,9 +85,9 @@ type Config struct {
 	// matched. It keeps every delivered unit until the end of the window.
 	Verify bool
 	// Encoding is how each gossip message's bytes go on the wire:
-	// arms.EncodingRaw (the zero value, which keeps old records' keys; the
-	// CLI's default is snappy) or arms.EncodingSnappy (the study's gossip
-	// encoder; the whole message then carries the
+	// arms.EncodingRaw (the zero value, so a record or key without the
+	// field is raw; the CLI's default is snappy) or arms.EncodingSnappy
+	// (the study's gossip encoder; the whole message then carries the
 	// mainnet-like payload, as the study's does, instead of random bytes).
 	Encoding arms.Encoding `json:",omitempty"`
 	// Warmup and Background are the warm-up and background-load modes
@@ -161,18 +161,20 @@ func (c *Config) Defaults() {
 // packet priorities (queues.ShadowFIFO, transports/tcp/prio.go).
 const shadowFIFOOrder = 1
 
-// simnetIdleReset is hashed into the key of every cell with simnet's
-// fq_codel (the harness profile's) since that queue discards a flow's
-// CoDel state when the flow runs empty (queues.FQCoDelConfig.ResetIdle).
+// simnetIdleReset is the revision of simnet's fq_codel (the harness
+// profile's) hashed into the key of every cell that uses it (see Key): 1,
+// the queue discards a flow's CoDel state when the flow runs empty
+// (queues.FQCoDelConfig.ResetIdle).
 const simnetIdleReset = 1
 
 // Key identifies the cell run: a hash of every setting that can change its
 // result (arm, seed, size, topology, profile and knobs, gossip, window,
 // modes), not of how it is run (progress, cores, verification, version).
 // Records carry it, so a rerun can skip cells it already has. A TCP cell
-// with a Shadow fifo anywhere also hashes shadowFIFOOrder, so that records
-// made before that model changed are not reused as current ones (QUIC
-// cells are unaffected: their one UDP socket sends in order either way).
+// with a Shadow fifo anywhere also hashes shadowFIFOOrder, so that a
+// record of another revision of that order is not reused as a current one
+// (QUIC cells are unaffected: their one UDP socket sends in order either
+// way).
 // A cell with simnet's fq_codel anywhere hashes simnetIdleReset the same
 // way. The phase-rules knob is left out of the key of arms that do not
 // use the phase router, and topic-mesh-wait out of that of arms with one
@@ -482,7 +484,8 @@ func forkPolicy(p phase.Policy) phase.Policy {
 
 // cellPayload is the payload an arm publishes: the mainnet-like payload,
 // except the whole message's under the raw encoding, which is random
-// bytes (uplink's whole message before the study's encoding).
+// bytes (the study's whole message goes through its gossip encoder and
+// carries the mainnet-like payload).
 func cellPayload(arm arms.Arm, enc arms.Encoding, seed uint64, size int) []byte {
 	if arm.Variant == arms.VariantWhole && enc == arms.EncodingRaw {
 		return makePayload(seed, size)

@@ -76,9 +76,8 @@ func everyProfile(t *testing.T, knob, want string) {
 
 // TestRouterStartKnob: every profile starts its routers before the dial,
 // as the study's harness builder and Shadow node do; after-dial is stored
-// as the empty value, so an after-dial cell keeps the key its records had
-// before the knob existed (when every cell was after-dial); and the two
-// orders are different cells.
+// as the empty value, so an after-dial cell has the key of a profile
+// without the field; and the two orders are different cells.
 func TestRouterStartKnob(t *testing.T) {
 	everyProfile(t, "router-start", RouterBeforeDial)
 	p, _ := LookupProfile("harness")
@@ -96,9 +95,9 @@ func TestRouterStartKnob(t *testing.T) {
 		t.Fatal("after-dial and before-dial must be different cells")
 	}
 	old := base
-	old.Profile.RouterStart = "" // a profile as it was before the knob
+	old.Profile.RouterStart = "" // a profile without the field
 	if old.Key() != after.Key() {
-		t.Fatal("after-dial set explicitly does not match the key of the records made before the knob")
+		t.Fatal("after-dial set explicitly does not match the key of a profile without the field")
 	}
 	if err := p.Set("router-start", "at-dawn"); err == nil || !strings.Contains(err.Error(), "before-dial") {
 		t.Fatalf("an unknown router-start: %v; want an error listing the values", err)
@@ -106,8 +105,8 @@ func TestRouterStartKnob(t *testing.T) {
 }
 
 // TestPhaseRulesKnob: every profile runs the study's fork rules; prose is
-// stored as the empty value, so a prose cell keeps the key its records had
-// before the knob; the two are different cells for a phase arm, and the
+// stored as the empty value, so a prose cell has the key of a profile
+// without the field; the two are different cells for a phase arm, and the
 // same cell for an arm without the phase router; the record names the
 // rules in its policy.
 func TestPhaseRulesKnob(t *testing.T) {
@@ -467,7 +466,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	if !ok || n != 4 || !reflect.DeepEqual(done, []float64{0.5, 0.7, 0.9}) {
 		t.Fatalf("completion times %v of %d (ok %v); want 0.5, 0.7, 0.9 of 4", done, n, ok)
 	}
-	old := Record{Completed: 3, Total: 4} // written before completion_us
+	old := Record{Completed: 3, Total: 4} // no completion_us, no node rows
 	if _, _, ok := old.CompletionTimes(); ok {
 		t.Fatal("a record without completion times or node rows must say so")
 	}

@@ -75,8 +75,8 @@ func failAt(phase string) func(string) error {
 // and once the meshes formed); on a real dial error (one host closed
 // before the dial); and on a panic in a phase, which Run returns as an
 // error after tearing the cell down. A gossipsub setting the library
-// refuses (D 2, Dlo 1, Dhi 3) no longer reaches the routers: Run refuses
-// it first.
+// refuses (D 2, Dlo 1, Dhi 3) never reaches the routers: Run refuses it
+// first.
 func TestNoGoroutineLeft(t *testing.T) {
 	for _, c := range []struct {
 		name   string

@@ -17,9 +17,9 @@ import (
 
 // Gossip holds gossipsub's parameters for a cell. The study pins D, Dlo,
 // Dhi, the heartbeat, the history length, the IDONTWANT threshold and the
-// queue sizes (study-model.md, "Gossipsub settings"); the rest
-// study-model.md leaves open, and they default to go-libp2p-pubsub v0.19's
-// own values. The study's code agrees: its harness takes Prysm's
+// queue sizes (docs/references.md, "Gossipsub settings"); the rest it
+// leaves open, and they default to go-libp2p-pubsub v0.19's own values.
+// The study's code agrees: its harness takes Prysm's
 // GossipSubParams (beacon-chain/p2p/pubsub.go in the study's tree), which
 // sets D, Dlo, Dhi, the heartbeat, history length 6 and history gossip 3,
 // and leaves Dlazy, the gossip factor and gossip retransmission at the
@@ -36,8 +36,8 @@ type Gossip struct {
 	IDontWantThreshold   int     // bytes; library default 1 KiB
 	QueueSize            int     // outbound and validation queues
 	// MaxIHaveMessages is the IHAVE flood limit per heartbeat: the library's
-	// 10, raised to 4 096 for the phase arms (study-model.md, "Gossipsub
-	// settings"); Run sets it from the arm.
+	// 10, raised to 4 096 for the phase arms (docs/references.md,
+	// "Gossipsub settings"); Run sets it from the arm.
 	MaxIHaveMessages int
 }
 

@@ -26,18 +26,18 @@ import (
 //     receiver holds it (the warm-up: a payload diffused first).
 //   - "streams:SIZE": both ends of every connection send SIZE bytes to the
 //     other over a dummy stream, and the cell waits until all have
-//     arrived (report.md section 9: 320 KiB per connection, the
+//     arrived (the report, section 9: 320 KiB per connection, the
 //     bandwidth-delay product of 50 Mbit/s × 50 ms).
 //   - "streams-seq:SIZE": the same bytes, but each node sends to its
 //     peers one at a time (in the order its host lists them), all nodes
 //     at once: each transfer has its sender's uplink nearly to itself, so
 //     its window grows towards the link's bandwidth-delay product instead
-//     of converging on a seventieth of it. report.md does not say whether
-//     its warm-up streams ran at once or in turn; this is the other
-//     reading.
+//     of converging on a seventieth of it. The report does not say
+//     whether its warm-up streams ran at once or in turn; this is the
+//     other reading.
 //
 // The gap is counted from the end of the warm-up, so a gap of 0 still
-// separates the warm-up from the publish; report.md's warm cells
+// separates the warm-up from the publish; the report's warm cells
 // published while the warm-up was draining, which is not reproduced.
 type Warmup struct {
 	Kind   string // "", "payload", "streams" or "streams-seq"

@@ -12,9 +12,9 @@ import (
 )
 
 // Profile is a named bundle of network-model knobs that reproduces one
-// reference backend (../shared/reference/backends.md). Every knob has a
-// name, so the command line can override it (--knob name=value) and every
-// record lists its value.
+// reference backend (docs/references.md, "The harness", "Shadow" and
+// "Linux namespaces"). Every knob has a name, so the command line can
+// override it (--knob name=value) and every record lists its value.
 type Profile struct {
 	Name      string
 	UpQdisc   string // uplink queue assignment: a queues spec, or a mix (AssignQdiscs)
@@ -33,7 +33,7 @@ type Profile struct {
 	// SndBufMax, when positive, caps send buffer requests of UDP sockets
 	// alone, below SockBufMax (wmem_max apart from rmem_max): section 5's
 	// intervention on Shadow's QUIC send buffer. 0 (every profile's
-	// value): SockBufMax alone, and cell keys as they were before the knob.
+	// value, left out of the cell key): SockBufMax alone.
 	SndBufMax int `json:",omitempty"`
 	// MeshWait: "stable" waits Settle after subscribing, then until every
 	// mesh is within [Dlo, Dhi] (the harness); "fixed" publishes at Settle
@@ -47,8 +47,8 @@ type Profile struct {
 	TCP string
 	// RouterStart is when each host starts its gossipsub router:
 	// RouterBeforeDial (every profile, from the study's code) or
-	// RouterAfterDial, stored as "" so that records made before the knob
-	// existed, all after-dial, keep their keys.
+	// RouterAfterDial, stored as "" so that an after-dial cell's key is
+	// that of a profile without the field.
 	RouterStart string `json:",omitempty"`
 	// FirstHeartbeat, when set (a duration, stored as time.Duration's
 	// String), makes the nodes subscribe at the instant after the dial
@@ -58,13 +58,13 @@ type Profile struct {
 	FirstHeartbeat string `json:",omitempty"`
 	// PhaseRules are the phase router's rules for the segmented arms:
 	// PhaseRulesFork (every profile: the study's pubsub fork) or
-	// PhaseRulesProse, stored as "" so that records made before the knob
-	// existed keep their keys.
+	// PhaseRulesProse, stored as "" so that a prose cell's key is that of
+	// a profile without the field.
 	PhaseRules string `json:",omitempty"`
 	// TopicMeshWait is the "stable" wait of a cell with several topics
 	// (variant C): TopicMeshSlots (the harness profile: the study's
-	// harness's variant C wait) or TopicMeshEach, stored as "" so that
-	// records made before the knob existed keep their keys.
+	// harness's variant C wait) or TopicMeshEach, stored as "" so that an
+	// each cell's key is that of a profile without the field.
 	TopicMeshWait string `json:",omitempty"`
 	// CC and Pacing, when set, override the preset's congestion control
 	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
@@ -72,12 +72,13 @@ type Profile struct {
 	CC, Pacing string
 	// IdleRestart, when set, overrides the preset's restart after idle
 	// (tcp.Config.SlowStartAfterIdle: on for linux, off for shadow); ""
-	// keeps the preset's, and cell keys as they were before the knob.
+	// keeps the preset's and is left out of the cell key.
 	IdleRestart string `json:",omitempty"`
 }
 
-// The profiles, knob by knob with the source of each value (backends.md
-// and study-model.md in ../shared/reference).
+// The profiles, knob by knob with the source of each value
+// (docs/references.md, "The harness", "Shadow", "Linux namespaces" and
+// "Mesh formation and publish").
 var profiles = map[string]Profile{
 	// The in-process harness: simnet under testing/synctest.
 	"harness": {
@@ -93,8 +94,8 @@ var profiles = map[string]Profile{
 		SendMode: "never-block",
 		// The receiving socket is a 32-slot channel that blocks the link.
 		RecvSlots: 32, RecvBlock: true,
-		// study-model.md: 2.5 s after subscribing, then until every mesh
-		// is within [Dlo, Dhi].
+		// docs/references.md, "Mesh formation and publish": 2.5 s after
+		// subscribing, then until every mesh is within [Dlo, Dhi].
 		MeshWait: "stable", Settle: 2.5,
 		// Variant C's cells (variantC in the study's harness) do not
 		// sleep after subscribing: they poll every 100 ms until all but a
@@ -173,11 +174,10 @@ var profiles = map[string]Profile{
 // The values of the router-start knob.
 const (
 	// RouterAfterDial starts every host's gossipsub router once the whole
-	// graph is dialled, just before the subscriptions (uplink's default
-	// until the study's code was read; a harness that builds hosts,
-	// connects them, then attaches gossipsub does this). The first
-	// heartbeat then comes 100 ms after subscribing, and grafts the peers
-	// heard from by then: near ones.
+	// graph is dialled, just before the subscriptions (a harness that
+	// builds hosts, connects them, then attaches gossipsub does this). The
+	// first heartbeat then comes 100 ms after subscribing, and grafts the
+	// peers heard from by then: near ones.
 	RouterAfterDial = "after-dial"
 	// RouterBeforeDial starts the routers with the hosts, before any dial
 	// (a node program that starts gossipsub, then dials its edges): what
@@ -193,9 +193,9 @@ const (
 	// forwarded segment is cached and gossiped at the heartbeat
 	// (phase.Policy's CountSource and Gossip).
 	PhaseRulesFork = "fork"
-	// PhaseRulesProse is uplink's reading of the study's prose before
-	// the fork was read (session 11): the source skipped but not
-	// counted, and no heartbeat gossip on the segment topics.
+	// PhaseRulesProse is the study's description of the arms read alone,
+	// without its fork's source: the source skipped but not counted, and
+	// no heartbeat gossip on the segment topics.
 	PhaseRulesProse = "prose"
 )
 
@@ -208,7 +208,8 @@ const (
 	// anyway after 6 virtual minutes.
 	TopicMeshSlots = "slots"
 	// TopicMeshEach waits the settle time, then until every topic's mesh
-	// of every node is within [Dlo, Dhi] (uplink before session 11).
+	// of every node is within [Dlo, Dhi] (the stable wait, topic by
+	// topic).
 	TopicMeshEach = "each"
 )
 
@@ -250,10 +251,9 @@ func stringKnob(name, help string, f func(*Profile) *string, valid ...string) kn
 		}}
 }
 
-// legacyKnob is a two-valued string knob whose old value (uplink's
-// behaviour before the knob existed) is stored as the empty string, so
-// that cells with it keep the keys their records had then; cur is the
-// other value.
+// legacyKnob is a two-valued string knob whose value old is stored as the
+// empty string, so that a cell with it has the key of a profile without
+// the field; cur is the other value.
 func legacyKnob(name, help string, f func(*Profile) *string, old, cur string) knob {
 	return knob{name, help,
 		func(p *Profile) string {
@@ -356,9 +356,9 @@ var knobs = []knob{
 			p.Settle = d.Seconds()
 			return nil
 		}},
-	legacyKnob("router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (uplink's default before session 10)", func(p *Profile) *string { return &p.RouterStart }, RouterAfterDial, RouterBeforeDial),
-	legacyKnob("topic-mesh-wait", "with mesh-wait=stable and several topics (variant C): slots (the harness profile: the study's harness, from the subscriptions until all but a few nodes hold T·Dlo to T·Dhi mesh slots) or each (after settle, every topic's mesh within [Dlo, Dhi]; uplink before session 11)", func(p *Profile) *string { return &p.TopicMeshWait }, TopicMeshEach, TopicMeshSlots),
-	legacyKnob("phase-rules", "the phase router's rules for the segmented arms: fork (every profile: the study's pubsub fork, a relay's source counted against r once it sent IDONTWANT, segments gossiped at the heartbeat) or prose (uplink's reading before session 11)", func(p *Profile) *string { return &p.PhaseRules }, PhaseRulesProse, PhaseRulesFork),
+	legacyKnob("router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (the routers start after the whole graph is dialled, just before subscribing)", func(p *Profile) *string { return &p.RouterStart }, RouterAfterDial, RouterBeforeDial),
+	legacyKnob("topic-mesh-wait", "with mesh-wait=stable and several topics (variant C): slots (the harness profile: the study's harness, from the subscriptions until all but a few nodes hold T·Dlo to T·Dhi mesh slots) or each (after settle, every topic's mesh within [Dlo, Dhi])", func(p *Profile) *string { return &p.TopicMeshWait }, TopicMeshEach, TopicMeshSlots),
+	legacyKnob("phase-rules", "the phase router's rules for the segmented arms: fork (every profile: the study's pubsub fork, a relay's source counted against r once it sent IDONTWANT, segments gossiped at the heartbeat) or prose (the study's description read alone: the source skipped but not counted, no heartbeat gossip on the segment topics)", func(p *Profile) *string { return &p.PhaseRules }, PhaseRulesProse, PhaseRulesFork),
 	{"first-heartbeat", "with router-start=before-dial: subscribe when the routers' next heartbeat is this far off, e.g. 50ms (the first graft sees near peers only) or 400ms (every peer); empty: subscribe as the dial ends",
 		func(p *Profile) string { return p.FirstHeartbeat },
 		func(p *Profile, v string) error {
