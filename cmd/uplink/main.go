@@ -59,6 +59,7 @@ Commands:
   validate  replay a reference table of the study's report and compare
   bulk      bulk transfers between two nodes over real quic-go or uplink's TCP
   records   check or merge records files
+  slurm     a run or validate sweep as a Slurm job array: plan, submit, status
   summarize print run's table from records files
   results   regenerate (or --check) the result pages from their committed records
   version   print the version
@@ -91,6 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRecords(args[1:], stdout, stderr)
 	case "summarize":
 		err = cmdSummarize(args[1:], stdout, stderr)
+	case "slurm":
+		err = cmdSlurm(args[1:], stdout, stderr)
 	case "results":
 		err = cmdResults(args[1:], stdout, stderr)
 	case "version", "--version":

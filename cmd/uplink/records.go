@@ -122,16 +122,21 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 
 // shardCells applies --shard to a sweep's cells and, with list, prints
 // them with their keys and estimated cost (and reports true: the caller
-// stops there).
-func shardCells(cfgs []cell.Config, shard string, list bool, stdout io.Writer) ([]cell.Config, bool, error) {
-	if shard != "" {
-		i, n, err := sweep.ParseShard(shard)
+// stops there). With a plan it hands the plan every cell of the sweep
+// instead, and reports true.
+func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Config, bool, error) {
+	if sh.plan != nil {
+		sh.plan.cells = cfgs
+		return nil, true, nil
+	}
+	if sh.shard != "" {
+		i, n, err := sweep.ParseShard(sh.shard)
 		if err != nil {
 			return nil, false, usageError{fmt.Errorf("--shard: %w", err)}
 		}
 		cfgs = sweep.Shard(cfgs, i, n)
 	}
-	if !list {
+	if !sh.list {
 		return cfgs, false, nil
 	}
 	fmt.Fprintf(stdout, "%-24s  %-10s  %-8s  %5s  %6s  %8s  %8s  %10s\n", "key", "arm", "profile", "seed", "nodes", "payload", "wall s", "RSS GiB")

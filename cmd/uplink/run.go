@@ -25,6 +25,12 @@ import (
 // (uplink cell), up to --jobs at once, appending each record to --out as
 // soon as it is done.
 func cmdRun(args []string, stdout, stderr io.Writer) error {
+	return sweepRun(args, nil, stdout, stderr)
+}
+
+// sweepRun is uplink run; with sp it runs nothing and hands sp the
+// flags and the sweep's cells instead (uplink slurm).
+func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	armsS := fs.String("arm", "whole", "arms, comma-separated, run side by side: any name of the catalogue (uplink run --list-arms)")
@@ -59,6 +65,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	memS := fs.String("mem", "", memHelp)
 	shardS := fs.String("shard", "", shardHelp)
 	listCells := fs.Bool("list-cells", false, listCellsHelp)
+	skipDone := fs.Bool("skip-done", false, "leave out the cells whose key the --out file already holds (records of this uplink version, read as validate reads its cache), so a rerun runs only what is missing")
 	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) its heap at the end of the delivery, and the heap at the delivery's largest live heap (polled every 0.5 s of wall time) into this folder")
 	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) streams:SIZE (SIZE each way over a dummy stream on every connection, all at once; the report's warm cells used 320KiB) or streams-seq:SIZE (the same, each node's connections in turn)")
 	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
@@ -70,6 +77,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		return usageError{err}
+	}
+	if sp != nil {
+		sp.flags = fs
+	}
+	if *skipDone && *out == "" {
+		return usageError{errors.New("--skip-done needs --out: the records file whose cells to leave out")}
 	}
 	if *listArms {
 		for _, a := range arms.Catalogue {
@@ -244,9 +257,26 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	jobsList, listed, err := shardCells(jobsList, *shardS, *listCells, stdout)
+	jobsList, listed, err := shardCells(jobsList, shardOpts{*shardS, *listCells, sp}, stdout)
 	if err != nil || listed {
 		return err
+	}
+	if *skipDone {
+		done, err := readRecords(*out, "--out", buildVersion(), false, stderr)
+		if err != nil {
+			return err
+		}
+		var todo []cell.Config
+		for _, c := range jobsList {
+			if done[c.Key()] == nil {
+				todo = append(todo, c)
+			}
+		}
+		fmt.Fprintf(stderr, "run: --skip-done: %d of %d cells already in %s, %d to run\n", len(jobsList)-len(todo), len(jobsList), *out, len(todo))
+		if len(todo) == 0 {
+			return nil
+		}
+		jobsList = todo
 	}
 	if err := checkCells(jobsList, *jobs, *memS); err != nil {
 		return err

@@ -24,6 +24,12 @@ import (
 // cmdValidate replays a reference table on uplink and prints uplink's
 // numbers beside the report's, with the difference and a verdict.
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	return sweepValidate(args, nil, stdout, stderr)
+}
+
+// sweepValidate is uplink validate; with sp it runs nothing and hands
+// sp the flags and the sweep's cells instead (uplink slurm).
+func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink validate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	table := fs.String("table", "", "the reference table to replay (--list-tables)")
@@ -59,6 +65,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		return usageError{err}
+	}
+	if sp != nil {
+		sp.flags = fs
 	}
 	if *listTables {
 		for _, t := range validate.Tables() {
@@ -154,7 +163,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		if *cache == "" {
 			*cache = "study-" + *study + ".jsonl"
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, shardOpts{*shardS, *listCells}, check, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, shardOpts{*shardS, *listCells, sp}, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -175,7 +184,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	for _, c := range plan.Cells {
 		groups = append(groups, c.Configs)
 	}
-	all, todo, listed, err := sweepRuns(groups, records, *shardS, *listCells, stdout)
+	all, todo, listed, err := sweepRuns(groups, records, shardOpts{*shardS, *listCells, sp}, stdout)
 	if err != nil || listed {
 		return err
 	}
@@ -287,16 +296,16 @@ func reusePaths(pattern string) ([]string, error) {
 	return matches, nil // Glob sorts them
 }
 
-// readRecords reads a JSON Lines records file, given with flag (--cache or
-// --reuse), into a map by key (a later record of the same key wins),
-// keeping only version v's records unless anyVersion. A missing --cache is
-// empty (a first run creates it). A record cut short (a writer killed
-// mid-line) is skipped with a warning; any other line that is not a cell
-// record is an error naming the file and line.
+// readRecords reads a JSON Lines records file, given with flag (--cache,
+// --reuse, or run's --out), into a map by key (a later record of the same
+// key wins), keeping only version v's records unless anyVersion. A missing
+// --cache or --out is empty (a first run creates it). A record cut short
+// (a writer killed mid-line) is skipped with a warning; any other line
+// that is not a cell record is an error naming the file and line.
 func readRecords(path, flag, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
 	out := map[string]*cell.Record{}
 	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) && flag == "--cache" {
+	if errors.Is(err, os.ErrNotExist) && flag != "--reuse" {
 		return out, nil
 	}
 	if err != nil {
@@ -332,7 +341,11 @@ func readRecords(path, flag, v string, anyVersion bool, stderr io.Writer) (map[s
 		return nil, fmt.Errorf("%s %s %w", flag, path, pathErrCause(err))
 	}
 	if other > 0 {
-		fmt.Fprintf(stderr, "uplink: %s: %d records from other uplink versions not reused (this is %s; --any-version reuses them)\n", path, other, v)
+		hint := "; --any-version reuses them"
+		if flag == "--out" {
+			hint = "" // run --skip-done reruns them
+		}
+		fmt.Fprintf(stderr, "uplink: %s: %d records from other uplink versions not reused (this is %s%s)\n", path, other, v, hint)
 	}
 	return out, nil
 }
@@ -484,7 +497,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	for _, c := range cells {
 		groups = append(groups, c.Configs)
 	}
-	all, todo, listed, err := sweepRuns(groups, records, sh.shard, sh.list, stdout)
+	all, todo, listed, err := sweepRuns(groups, records, sh, stdout)
 	if err != nil || listed {
 		return err
 	}
@@ -553,17 +566,19 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// shardOpts are --shard and --list-cells.
+// shardOpts are --shard and --list-cells, and the plan that takes the
+// cells in place of running them (uplink slurm).
 type shardOpts struct {
 	shard string
 	list  bool
+	plan  *sweepPlan
 }
 
 // sweepRuns lists a plan's distinct cells (by key, in plan order) that
 // --shard keeps (a shard of the whole plan, whatever is cached, so a rerun
 // keeps its cells), and of them those without a record; with list it
-// prints them (shardCells) and reports true.
-func sweepRuns(groups [][]cell.Config, records map[string]*cell.Record, shard string, list bool, stdout io.Writer) (all, todo []cell.Config, listed bool, err error) {
+// prints them (shardCells) and reports true, and so with a plan.
+func sweepRuns(groups [][]cell.Config, records map[string]*cell.Record, sh shardOpts, stdout io.Writer) (all, todo []cell.Config, listed bool, err error) {
 	seen := map[string]bool{}
 	for _, g := range groups {
 		for _, cfg := range g {
@@ -573,7 +588,7 @@ func sweepRuns(groups [][]cell.Config, records map[string]*cell.Record, shard st
 			}
 		}
 	}
-	if all, listed, err = shardCells(all, shard, list, stdout); err != nil || listed {
+	if all, listed, err = shardCells(all, sh, stdout); err != nil || listed {
 		return all, nil, listed, err
 	}
 	for _, cfg := range all {

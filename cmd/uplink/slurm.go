@@ -1,0 +1,471 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/sweep"
+)
+
+const slurmUsage = `Usage:
+  uplink slurm --dir DIR --shards N [--parallel P] [--submit] -- run|validate FLAGS...
+  uplink slurm --dir DIR --shards N --emit k8s [--k8s-volume PVC] -- run|validate FLAGS...
+  uplink slurm --status DIR
+
+Plans the sweep of a run or validate command line as N cost-balanced shards
+and writes DIR/plan.json (each shard's cells and estimated cost),
+DIR/array.sbatch (a job array: task I runs shard I, P at once, its records in
+DIR/shard-I.jsonl) and DIR/merge.sbatch (DIR/merged.jsonl once every task has
+succeeded), and prints the sbatch commands; --submit runs them and keeps the
+job ids in DIR/jobs.json. Planning the same sweep into the same DIR and
+submitting again runs only the cells still missing. --emit k8s writes
+DIR/job.yaml, a Kubernetes Indexed Job, instead of the sbatch scripts.
+--status DIR tells each shard done, running, failed or missing (exit 1 when
+one failed) and whether merged.jsonl exists.
+
+Flags:
+`
+
+// sweepPlan takes a sweep command's flags and cells in place of running
+// them (sweepRun, sweepValidate).
+type sweepPlan struct {
+	flags *pflag.FlagSet
+	cells []cell.Config // the whole sweep, before --shard
+}
+
+// slurmRefused are the flags of run and validate that uplink slurm sets
+// in each task, or that make the command do something else than run its
+// cells, with why.
+var slurmRefused = map[string]string{
+	"shard":           "uplink slurm gives each task its shard",
+	"jobs":            "each task runs one cell at a time on its one CPU (--jobs 1)",
+	"out":             "each task writes its records to DIR/shard-I.jsonl",
+	"cache":           "each task keeps its records in DIR/shard-I.jsonl",
+	"skip-done":       "each task of uplink run skips the cells its file holds",
+	"list-cells":      "it lists the cells instead of running them",
+	"list-arms":       "it runs no cell",
+	"list-knobs":      "it runs no cell",
+	"list-tables":     "it runs no cell",
+	"list-studies":    "it runs no cell",
+	"export-topology": "it runs no cell",
+	"dry-run":         "it runs no cell",
+	"cached-only":     "it runs no cell",
+	"report":          "each task would write the report of its shard alone; once merged, uplink validate --cached-only --cache DIR/merged.jsonl --report FOLDER writes the whole",
+}
+
+// slurmJobs is DIR/jobs.json: the jobs --submit submitted.
+type slurmJobs struct {
+	Array     string `json:"array"`
+	Merge     string `json:"merge,omitempty"`
+	Submitted string `json:"submitted"`
+}
+
+// cmdSlurm plans a sweep as a Slurm job array (or a Kubernetes Indexed
+// Job), submits it, or tells a planned sweep's status.
+func cmdSlurm(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("uplink slurm", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SetInterspersed(false) // the sweep's command line is the command's own
+	fs.Usage = func() {
+		fmt.Fprint(stderr, slurmUsage)
+		fs.PrintDefaults()
+	}
+	dir := fs.String("dir", "", "the sweep's folder: plan, scripts, each shard's records and logs, the merged records")
+	shards := fs.Int("shards", 0, "shards, one array task each")
+	parallel := fs.Int("parallel", 0, "tasks run at once (the array's %P; default all)")
+	submit := fs.Bool("submit", false, "submit array.sbatch, then merge.sbatch to run once every task has succeeded, and keep their job ids in DIR/jobs.json")
+	status := fs.String("status", "", "tell the status of the sweep planned in this folder and exit")
+	emit := fs.String("emit", "slurm", "what to write: slurm (array.sbatch and merge.sbatch) or k8s (job.yaml, a Kubernetes Indexed Job)")
+	k8sVolume := fs.String("k8s-volume", "", "with --emit k8s: the persistent volume claim the tasks write their records to, mounted at "+sweep.K8sMount+" (default an emptyDir, whose records go with each pod)")
+	k8sImage := fs.String("k8s-image", "uplink:latest", "with --emit k8s: the container image, with uplink on its PATH")
+	binary := fs.String("binary", "", "the uplink binary the tasks run, by its path on the nodes (default this one)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if *status != "" {
+		var others []string
+		fs.Visit(func(f *pflag.Flag) {
+			if f.Name != "status" {
+				others = append(others, "--"+f.Name)
+			}
+		})
+		if len(others) > 0 || fs.NArg() > 0 {
+			return usageError{fmt.Errorf("slurm --status DIR takes no other flag nor a command line (got %s)", strings.Join(append(others, fs.Args()...), " "))}
+		}
+		return slurmStatus(*status, stdout)
+	}
+	switch {
+	case *dir == "":
+		return usageError{errors.New("slurm: name the sweep's folder with --dir")}
+	case *shards < 1:
+		return usageError{errors.New("slurm: give the number of shards with --shards N (N at least 1)")}
+	case *parallel < 0:
+		return usageError{fmt.Errorf("slurm: --parallel %d: want at least 1 (0: all at once)", *parallel)}
+	case *emit != "slurm" && *emit != "k8s":
+		return usageError{fmt.Errorf("slurm: --emit %q: want slurm or k8s", *emit)}
+	case *emit == "k8s" && *submit:
+		return usageError{errors.New("slurm: --submit submits to Slurm; with --emit k8s apply DIR/job.yaml with kubectl")}
+	case *emit != "k8s" && (fs.Changed("k8s-volume") || fs.Changed("k8s-image")):
+		return usageError{errors.New("slurm: --k8s-volume and --k8s-image go with --emit k8s")}
+	case fs.NArg() == 0:
+		return usageError{errors.New("slurm: give the sweep after --: run or validate and its flags")}
+	}
+	if *parallel == 0 {
+		*parallel = *shards
+	}
+	p, err := planSweep(fs.Args(), *binary, *dir, *shards, *parallel, stdout, stderr)
+	if err != nil || p == nil {
+		return err
+	}
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return fmt.Errorf("slurm: --dir: %w", err)
+	}
+	if err := checkSamePlan(p); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(p.Dir, "plan.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	}); err != nil {
+		return fmt.Errorf("slurm: %w", err)
+	}
+	var longest float64
+	for _, s := range p.ShardPlans {
+		longest = max(longest, s.WallS)
+	}
+	fmt.Fprintf(stdout, "%d cells in %d shards (%s), %d at once; each task 1 CPU, %d MiB, time limit %s (the longest shard about %.0f s)\n",
+		p.Cells, p.Shards, filepath.Join(p.Dir, "plan.json"), p.Parallel, p.MemMiB(), sweep.SlurmTime(p.TimeLimit()), longest)
+	if *emit == "k8s" {
+		path := filepath.Join(p.Dir, "job.yaml")
+		if err := writeFileAtomic(path, func(w io.Writer) error {
+			_, err := io.WriteString(w, p.K8sJob(*k8sImage, *k8sVolume))
+			return err
+		}); err != nil {
+			return fmt.Errorf("slurm: %w", err)
+		}
+		fmt.Fprintf(stdout, "wrote %s; submit it with:\nkubectl apply -f %s\n", path, path)
+		return nil
+	}
+	arrayPath, mergePath := filepath.Join(p.Dir, "array.sbatch"), filepath.Join(p.Dir, "merge.sbatch")
+	for _, f := range []struct{ path, text string }{{arrayPath, p.ArrayScript()}, {mergePath, p.MergeScript()}} {
+		if err := writeFileAtomic(f.path, func(w io.Writer) error {
+			_, err := io.WriteString(w, f.text)
+			return err
+		}); err != nil {
+			return fmt.Errorf("slurm: %w", err)
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s; submit them with:\n%s", arrayPath, mergePath, p.SubmitCommands())
+	if !*submit {
+		return nil
+	}
+	return slurmSubmit(p, stdout)
+}
+
+// planSweep plans the sweep of command (run or validate and its flags)
+// through the command's own flags and cells; a nil plan and no error is
+// a command line that printed its help.
+func planSweep(command []string, binary, dir string, shards, parallel int, stdout, stderr io.Writer) (*sweep.Plan, error) {
+	var sp sweepPlan
+	var err error
+	switch command[0] {
+	case "run":
+		err = sweepRun(command[1:], &sp, stdout, stderr)
+	case "validate":
+		err = sweepValidate(command[1:], &sp, stdout, stderr)
+	default:
+		return nil, usageError{fmt.Errorf("slurm: the sweep is run or validate and its flags, not %q", command[0])}
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		return nil, usageError{fmt.Errorf("slurm: %s: %w", command[0], ue.error)}
+	} else if err != nil {
+		return nil, fmt.Errorf("slurm: %s: %w", command[0], err)
+	}
+	if sp.flags == nil {
+		return nil, nil // --help
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range slurmRefused {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, name := range names {
+		if sp.flags.Lookup(name) != nil && sp.flags.Changed(name) {
+			return nil, usageError{fmt.Errorf("slurm: leave out %s --%s: %s", command[0], name, slurmRefused[name])}
+		}
+	}
+	if len(sp.cells) == 0 {
+		return nil, usageError{fmt.Errorf("slurm: %s runs no cell with these flags", strings.Join(command, " "))}
+	}
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("slurm: finding the uplink binary: %w", err)
+		}
+		if binary, err = filepath.EvalSymlinks(binary); err != nil {
+			return nil, fmt.Errorf("slurm: finding the uplink binary: %w", err)
+		}
+	}
+	if binary, err = filepath.Abs(binary); err != nil {
+		return nil, fmt.Errorf("slurm: --binary: %w", err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("slurm: --dir: %w", err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("slurm: the working folder: %w", err)
+	}
+	p, err := sweep.NewPlan(binary, command, dir, wd, sp.cells, shards, parallel)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("slurm: %w", err)}
+	}
+	return p, nil
+}
+
+// readPlan reads DIR/plan.json.
+func readPlan(dir string) (*sweep.Plan, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return nil, err
+	}
+	var p sweep.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "plan.json"), err)
+	}
+	if p.Shards < 1 || len(p.ShardPlans) != p.Shards || len(p.Command) == 0 {
+		return nil, fmt.Errorf("%s: not a sweep's plan (want the command line and one entry per shard)", filepath.Join(dir, "plan.json"))
+	}
+	return &p, nil
+}
+
+// checkSamePlan refuses to plan into a folder that holds the plan of
+// another sweep (another command line, or other shards), whose records
+// files would mix with this one's; the same sweep planned again is a
+// resubmission.
+func checkSamePlan(p *sweep.Plan) error {
+	old, err := readPlan(p.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("slurm: %w", err)
+	}
+	same := slices.Equal(old.Command, p.Command) && old.Shards == p.Shards
+	for i := 0; same && i < p.Shards; i++ {
+		same = slices.Equal(old.ShardPlans[i].Keys, p.ShardPlans[i].Keys)
+	}
+	if !same {
+		return usageError{fmt.Errorf("slurm: %s holds the plan of another sweep (uplink %s in %d shards); plan this one in a folder of its own",
+			p.Dir, strings.Join(old.Command, " "), old.Shards)}
+	}
+	return nil
+}
+
+// slurmSubmit submits the array, then the merge job to run once every
+// task has succeeded, and writes DIR/jobs.json. It refuses while an
+// earlier submission of the sweep still has a task pending or running.
+func slurmSubmit(p *sweep.Plan, stdout io.Writer) error {
+	jobsPath := filepath.Join(p.Dir, "jobs.json")
+	if old, err := readJobs(p.Dir); err == nil && old.Array != "" {
+		records, _ := slurmJobRecords(old)
+		for i, t := range sweep.ArrayTasks(records, old.Array) {
+			if t.Active() {
+				return fmt.Errorf("slurm --submit: task %d of the sweep's array job %s is %s; wait for it, or scancel %s", i, old.Array, strings.ToLower(t.State), old.Array)
+			}
+		}
+	}
+	array, err := sbatch("--parsable", filepath.Join(p.Dir, "array.sbatch"))
+	if err != nil {
+		return fmt.Errorf("slurm --submit: %w", err)
+	}
+	jobs := slurmJobs{Array: array, Submitted: time.Now().UTC().Format(time.RFC3339)}
+	write := func() error {
+		return writeFileAtomic(jobsPath, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(jobs)
+		})
+	}
+	if err := write(); err != nil {
+		return fmt.Errorf("slurm --submit: array job %s submitted, but: %w", array, err)
+	}
+	merge, err := sbatch("--parsable", "--dependency=afterok:"+array, filepath.Join(p.Dir, "merge.sbatch"))
+	if err != nil {
+		return fmt.Errorf("slurm --submit: array job %s submitted, but: %w", array, err)
+	}
+	jobs.Merge = merge
+	if err := write(); err != nil {
+		return fmt.Errorf("slurm --submit: jobs %s and %s submitted, but: %w", array, merge, err)
+	}
+	fmt.Fprintf(stdout, "submitted array job %s (%d tasks) and merge job %s; ids in %s\n", array, p.Shards, merge, jobsPath)
+	return nil
+}
+
+// sbatch runs sbatch --parsable and returns the job id it prints.
+func sbatch(args ...string) (string, error) {
+	cmd := exec.Command("sbatch", args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("sbatch %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";") // id;cluster
+	if id == "" || strings.Trim(id, "0123456789") != "" {
+		return "", fmt.Errorf("sbatch %s printed %q, not a job id", strings.Join(args, " "), out)
+	}
+	return id, nil
+}
+
+func readJobs(dir string) (slurmJobs, error) {
+	var j slurmJobs
+	b, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
+	if err != nil {
+		return j, err
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return j, fmt.Errorf("%s: %w", filepath.Join(dir, "jobs.json"), err)
+	}
+	return j, nil
+}
+
+// slurmJobRecords gathers what Slurm says of the sweep's jobs, as job
+// records one a line: the jobcomp/filetxt log's (when Slurm keeps one),
+// then scontrol's, later lines being newer. Where scontrol is not on the
+// PATH it returns "" and why.
+func slurmJobRecords(jobs slurmJobs) (string, error) {
+	if _, err := exec.LookPath("scontrol"); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if conf, err := exec.Command("scontrol", "show", "config").Output(); err == nil {
+		kv := map[string]string{}
+		for _, line := range strings.Split(string(conf), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				kv[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+		}
+		if kv["JobCompType"] == "jobcomp/filetxt" && kv["JobCompLoc"] != "" {
+			readJobComp(kv["JobCompLoc"], jobs, &b)
+		}
+	}
+	for _, id := range []string{jobs.Array, jobs.Merge} {
+		if id == "" {
+			continue
+		}
+		// A job the controller has forgotten (MinJobAge) is an error here.
+		if out, err := exec.Command("scontrol", "-o", "show", "job", id).Output(); err == nil {
+			b.Write(out)
+		}
+	}
+	return b.String(), nil
+}
+
+// readJobComp copies the lines of the jobcomp/filetxt log at path that
+// are of the sweep's jobs to b.
+func readJobComp(path string, jobs slurmJobs, b *strings.Builder) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	array, merge := "ArrayJobId="+jobs.Array+" ", "JobId="+jobs.Merge+" "
+	for sc.Scan() {
+		line := sc.Text() + " "
+		if jobs.Array != "" && strings.Contains(line, array) || jobs.Merge != "" && strings.HasPrefix(line, merge) {
+			b.WriteString(line + "\n")
+		}
+	}
+}
+
+// slurmStatus prints each shard's state and the merged records', and
+// fails when a shard failed.
+func slurmStatus(dir string, stdout io.Writer) error {
+	p, err := readPlan(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return usageError{fmt.Errorf("slurm --status: %s holds no plan.json (plan the sweep with uplink slurm --dir %s)", dir, dir)}
+	}
+	if err != nil {
+		return fmt.Errorf("slurm --status: %w", err)
+	}
+	// The files are read where they are now, wherever the sweep was
+	// planned from.
+	p.Dir = dir
+	var tasks map[int]sweep.Task
+	var mergeJob *sweep.Task
+	jobs, err := readJobs(dir)
+	switch {
+	case err == nil:
+		records, lerr := slurmJobRecords(jobs)
+		if lerr != nil {
+			fmt.Fprintf(stdout, "(scontrol is not on the PATH: the states rest on the files alone)\n")
+		}
+		tasks = sweep.ArrayTasks(records, jobs.Array)
+		if t, ok := sweep.JobTask(records, jobs.Merge); ok {
+			mergeJob = &t
+		}
+	case errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(stdout, "(no jobs.json: not submitted with --submit; the states rest on the files alone)\n")
+	default:
+		return fmt.Errorf("slurm --status: %w", err)
+	}
+	count := map[sweep.ShardState]int{}
+	for _, sp := range p.ShardPlans {
+		keys, exists, ferr := sweep.RecordKeys(p.ShardFile(sp.Index))
+		ev := sweep.ShardEvidence{Want: len(sp.Keys), FileExists: exists, FileErr: ferr}
+		for _, k := range sp.Keys {
+			if keys[k] {
+				ev.Have++
+			}
+		}
+		if t, ok := tasks[sp.Index]; ok {
+			ev.Task = &t
+		}
+		if b, err := os.ReadFile(filepath.Join(p.Dir, fmt.Sprintf("shard-%d.err", sp.Index))); err == nil {
+			ev.Log = sweep.ParseTaskLog(string(b))
+		}
+		st, why := ev.State()
+		count[st]++
+		fmt.Fprintf(stdout, "shard %d: %s (%s)\n", sp.Index, st, why)
+	}
+	fmt.Fprintf(stdout, "%d shards: %d done, %d running, %d failed, %d missing\n", p.Shards,
+		count[sweep.ShardDone], count[sweep.ShardRunning], count[sweep.ShardFailed], count[sweep.ShardMissing])
+	merged := p.MergedFile()
+	if n, problems, err := sweep.CheckFile(merged); err == nil {
+		fmt.Fprintf(stdout, "%s: %d records, %d lines wrong\n", merged, n, len(problems))
+	} else if errors.Is(err, os.ErrNotExist) {
+		line := merged + ": absent"
+		if mergeJob != nil {
+			line += fmt.Sprintf(" (merge job %s: %s)", jobs.Merge, mergeJob)
+		}
+		fmt.Fprintln(stdout, line)
+	} else {
+		fmt.Fprintf(stdout, "%s: %v\n", merged, pathErrCause(err))
+	}
+	if count[sweep.ShardFailed] > 0 {
+		return fmt.Errorf("slurm --status: %d of %d shards failed", count[sweep.ShardFailed], p.Shards)
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/sweep"
+)
+
+var slurmSweep = []string{"run", "--nodes", "12", "--degree", "4", "--payload", "64KiB", "--profile", "harness", "--seeds", "7-12"}
+
+// listedKeys are the keys uplink ... --list-cells prints.
+func listedKeys(t *testing.T, command ...string) []string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(append(command, "--list-cells"), &out, &errb), errb.String())
+	var keys []string
+	for _, l := range strings.Split(out.String(), "\n")[1:] {
+		if f := strings.Fields(l); len(f) == 8 {
+			keys = append(keys, f[0])
+		}
+	}
+	return keys
+}
+
+func readTestPlan(t *testing.T, dir string) *sweep.Plan {
+	t.Helper()
+	p, err := readPlan(dir)
+	require.NoError(t, err)
+	return p
+}
+
+// TestSlurmPlan: uplink slurm plans the command's own cells (those
+// --list-cells lists) into the shards of plan.json, writes the two
+// scripts and prints the sbatch commands; the same sweep planned again
+// into its folder is accepted, another refused; validate's tasks keep
+// their records in --cache; --emit k8s writes job.yaml alone.
+func TestSlurmPlan(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sweep")
+	var out, errb bytes.Buffer
+	args := append([]string{"slurm", "--dir", dir, "--shards", "3", "--parallel", "2", "--"}, slurmSweep...)
+	require.Equal(t, 0, run(args, &out, &errb), errb.String())
+	require.Contains(t, out.String(), "6 cells in 3 shards")
+	require.Contains(t, out.String(), "array=$(sbatch --parsable "+filepath.Join(dir, "array.sbatch")+")\n")
+	require.Contains(t, out.String(), "sbatch --parsable --dependency=afterok:${array%%;*} "+filepath.Join(dir, "merge.sbatch")+"\n")
+
+	p := readTestPlan(t, dir)
+	require.Equal(t, slurmSweep, p.Command)
+	require.Equal(t, 3, p.Shards)
+	require.Equal(t, 2, p.Parallel)
+	require.True(t, filepath.IsAbs(p.Binary))
+	require.FileExists(t, p.Binary)
+	var keys []string
+	for i, sp := range p.ShardPlans {
+		require.ElementsMatch(t, listedKeys(t, append(slurmSweep, "--shard", fmt.Sprintf("%d/3", i))...), sp.Keys, "shard %d", i)
+		require.Positive(t, sp.WallS)
+		require.Positive(t, sp.RSSBytes)
+		keys = append(keys, sp.Keys...)
+	}
+	require.ElementsMatch(t, listedKeys(t, slurmSweep...), keys)
+	array, err := os.ReadFile(filepath.Join(dir, "array.sbatch"))
+	require.NoError(t, err)
+	require.Equal(t, p.ArrayScript(), string(array))
+	require.Contains(t, string(array), "#SBATCH --array=0-2%2\n")
+	merge, err := os.ReadFile(filepath.Join(dir, "merge.sbatch"))
+	require.NoError(t, err)
+	require.Equal(t, p.MergeScript(), string(merge))
+
+	require.Equal(t, 0, run(args, &out, &errb), "the same sweep again: %s", errb.String())
+	checkUsageErrors(t, []usageCase{
+		{append([]string{"slurm", "--dir", dir, "--shards", "2", "--"}, slurmSweep...), "holds the plan of another sweep"},
+		{[]string{"slurm", "--dir", dir, "--shards", "3", "--", "run", "--seeds", "7-12"}, "holds the plan of another sweep"},
+	})
+
+	vdir := filepath.Join(t.TempDir(), "v")
+	vargs := []string{"slurm", "--dir", vdir, "--shards", "4", "--", "validate", "--table", "appendix_d_home", "--nodes", "12", "--seeds", "7"}
+	require.Equal(t, 0, run(vargs, &out, &errb), errb.String())
+	v := readTestPlan(t, vdir)
+	require.Equal(t, 4, v.Parallel, "all at once by default")
+	var vkeys []string
+	for _, sp := range v.ShardPlans {
+		vkeys = append(vkeys, sp.Keys...)
+	}
+	require.ElementsMatch(t, listedKeys(t, vargs[6:]...), vkeys)
+	varray, err := os.ReadFile(filepath.Join(vdir, "array.sbatch"))
+	require.NoError(t, err)
+	require.Contains(t, string(varray), ` --cache "$dir/shard-$task.jsonl"`)
+
+	kdir := filepath.Join(t.TempDir(), "k")
+	out.Reset()
+	require.Equal(t, 0, run(append([]string{"slurm", "--dir", kdir, "--shards", "3", "--emit", "k8s", "--k8s-volume", "records", "--"}, slurmSweep...), &out, &errb), errb.String())
+	require.Contains(t, out.String(), "kubectl apply -f "+filepath.Join(kdir, "job.yaml"))
+	job, err := os.ReadFile(filepath.Join(kdir, "job.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, readTestPlan(t, kdir).K8sJob("uplink:latest", "records"), string(job))
+	require.NoFileExists(t, filepath.Join(kdir, "array.sbatch"))
+}
+
+// TestSlurmUsageErrors: uplink slurm refuses a bad command line, and the
+// sweep's flags it sets itself or that run no cell.
+func TestSlurmUsageErrors(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "s")
+	sl := func(args ...string) []string { return append([]string{"slurm", "--dir", d, "--shards", "2"}, args...) }
+	checkUsageErrors(t, []usageCase{
+		{[]string{"slurm", "--shards", "2", "--", "run"}, "name the sweep's folder with --dir"},
+		{[]string{"slurm", "--dir", d, "--", "run"}, "--shards N"},
+		{sl(), "give the sweep after --"},
+		{sl("--", "bulk"), `not "bulk"`},
+		{sl("--", "run", "--out", "x.jsonl"), "leave out run --out"},
+		{sl("--", "run", "--jobs", "3"), "leave out run --jobs"},
+		{sl("--", "run", "--shard", "0/2"), "leave out run --shard"},
+		{sl("--", "run", "--list-arms"), "leave out run --list-arms"},
+		{sl("--", "run", "--nodes", "1"), "slurm: run: --nodes"},
+		{sl("--", "validate", "--table", "appendix_d_home", "--cache", "c.jsonl"), "leave out validate --cache"},
+		{sl("--", "validate", "--table", "appendix_d_home", "--report", "r"), "--cached-only --cache DIR/merged.jsonl --report"},
+		{[]string{"slurm", "--dir", d, "--shards", "7", "--", "run", "--seeds", "7-9"}, "7 shards of 6 cells"},
+		{sl("--parallel", "-1", "--", "run"), "--parallel -1"},
+		{sl("--emit", "pbs", "--", "run"), `--emit "pbs"`},
+		{sl("--emit", "k8s", "--submit", "--", "run"), "with --emit k8s apply"},
+		{sl("--k8s-volume", "v", "--", "run"), "go with --emit k8s"},
+		{[]string{"slurm", "--dir", "/tmp/my sweep", "--shards", "2", "--", "run"}, "#SBATCH --output"},
+		{[]string{"slurm", "--status", d, "--shards", "2"}, "takes no other flag"},
+		{[]string{"slurm", "--status", d}, "holds no plan.json"},
+		{[]string{"run", "--skip-done"}, "--skip-done needs --out"},
+	})
+	require.NoDirExists(t, d)
+}
+
+// fakeSlurm puts sbatch and scontrol stand-ins first on the PATH: sbatch
+// notes its arguments in DIR/sbatch.log and prints ids from 41 up (as
+// --parsable does on a federation: id;cluster); scontrol prints
+// DIR/config for show config and DIR/job-ID for -o show job ID (an
+// error where there is none, as for a job the controller forgot).
+func fakeSlurm(t *testing.T) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "next"), []byte("41\n"), 0o644))
+	sbatch := fmt.Sprintf(`#!/bin/sh
+echo "$*" >>%[1]s/sbatch.log
+n=$(cat %[1]s/next)
+echo $((n + 1)) >%[1]s/next
+echo "$n;ci"
+`, dir)
+	scontrol := fmt.Sprintf(`#!/bin/sh
+case "$*" in
+"show config") cat %[1]s/config 2>/dev/null ;;
+"-o show job "*)
+	if [ -f %[1]s/job-$4 ]; then cat %[1]s/job-$4; else echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; fi ;;
+*) exit 2 ;;
+esac
+`, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sbatch"), []byte(sbatch), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "scontrol"), []byte(scontrol), 0o755))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return dir
+}
+
+// writeShardRecords writes records of keys to path.
+func writeShardRecords(t *testing.T, path string, keys ...string) {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, `{"key":%q,"arm":"wholend","profile":"harness","version":"v1","seed":7,"n":12,"total":11,"completed":11,"payload_bytes":65536}`+"\n", k)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+}
+
+// TestSlurmSubmitStatus: --submit submits the array, then the merge job
+// depending on it, and keeps both ids; --status reads each shard's file
+// and what Slurm says of its task (scontrol, the jobcomp log) or, where
+// Slurm says nothing, its stderr; it fails while a shard failed; a second
+// --submit is refused while a task still runs.
+func TestSlurmSubmitStatus(t *testing.T) {
+	fake := fakeSlurm(t)
+	dir := filepath.Join(t.TempDir(), "sweep")
+	var out, errb bytes.Buffer
+	submit := append([]string{"slurm", "--dir", dir, "--shards", "3", "--parallel", "2", "--submit", "--"}, slurmSweep...)
+	require.Equal(t, 0, run(submit, &out, &errb), errb.String())
+	require.Contains(t, out.String(), "submitted array job 41 (3 tasks) and merge job 42")
+	log, err := os.ReadFile(filepath.Join(fake, "sbatch.log"))
+	require.NoError(t, err)
+	require.Equal(t, "--parsable "+filepath.Join(dir, "array.sbatch")+"\n--parsable --dependency=afterok:41 "+filepath.Join(dir, "merge.sbatch")+"\n", string(log))
+	jobs, err := readJobs(dir)
+	require.NoError(t, err)
+	require.Equal(t, "41", jobs.Array)
+	require.Equal(t, "42", jobs.Merge)
+
+	p := readTestPlan(t, dir)
+	writeShardRecords(t, p.ShardFile(0), p.ShardPlans[0].Keys...)
+	writeShardRecords(t, p.ShardFile(2), p.ShardPlans[2].Keys[0])
+	jobcomp := filepath.Join(fake, "jobcomp.log")
+	require.NoError(t, os.WriteFile(filepath.Join(fake, "config"), []byte("JobCompLoc              = "+jobcomp+"\nJobCompType             = jobcomp/filetxt\n"), 0o644))
+	require.NoError(t, os.WriteFile(jobcomp, []byte(
+		"JobId=40 UserId=root(0) Name=other JobState=COMPLETED ExitCode=0:0\n"+
+			"JobId=44 UserId=root(0) Name=uplink-sweep JobState=FAILED ArrayJobId=41 ArrayTaskId=1 DerivedExitCode=0:0 ExitCode=2:0\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(fake, "job-41"), []byte(
+		"JobId=45 ArrayJobId=41 ArrayTaskId=2 JobState=RUNNING Reason=None ExitCode=0:0\n"+
+			"JobId=43 ArrayJobId=41 ArrayTaskId=0 JobState=COMPLETED Reason=None ExitCode=0:0\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(fake, "job-42"), []byte("JobId=42 JobName=uplink-sweep-merge JobState=PENDING Reason=Dependency ExitCode=0:0\n"), 0o644))
+
+	status := func(wantCode int) string {
+		t.Helper()
+		out.Reset()
+		errb.Reset()
+		require.Equal(t, wantCode, run([]string{"slurm", "--status", dir}, &out, &errb), "%s%s", out.String(), errb.String())
+		return out.String()
+	}
+	st := status(1)
+	require.Contains(t, st, "shard 0: done (2 of 2 cells)\n")
+	require.Contains(t, st, "shard 1: failed (0 of 2 cells; task FAILED, exit code 2:0)\n")
+	require.Contains(t, st, "shard 2: running (1 of 2 cells so far)\n")
+	require.Contains(t, st, "3 shards: 1 done, 1 running, 1 failed, 0 missing\n")
+	require.Contains(t, st, p.MergedFile()+": absent (merge job 42: PENDING (Dependency))\n")
+	require.Contains(t, errb.String(), "1 of 3 shards failed")
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 1, run(submit, &out, &errb))
+	require.Contains(t, errb.String(), "task 2 of the sweep's array job 41 is running; wait for it, or scancel 41")
+
+	// Slurm forgot the jobs; shard 2 finished, shard 1's stderr tells
+	// its end.
+	require.NoError(t, os.Remove(filepath.Join(fake, "job-41")))
+	require.NoError(t, os.Remove(filepath.Join(fake, "config")))
+	writeShardRecords(t, p.ShardFile(2), p.ShardPlans[2].Keys...)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shard-1.err"), []byte("uplink: run: boom\n"+sweep.TaskExitNote+"1\n"), 0o644))
+	st = status(1)
+	require.Contains(t, st, "shard 1: failed (0 of 2 cells; the task exited with status 1; uplink: run: boom)\n")
+	require.Contains(t, st, "3 shards: 2 done, 0 running, 1 failed, 0 missing\n")
+
+	// Resubmitted and done: every shard complete, the merged file there.
+	require.Equal(t, 0, run(submit, &out, &errb), errb.String())
+	jobs, err = readJobs(dir)
+	require.NoError(t, err)
+	require.Equal(t, slurmJobs{Array: "43", Merge: "44", Submitted: jobs.Submitted}, jobs)
+	writeShardRecords(t, p.ShardFile(1), p.ShardPlans[1].Keys...)
+	var all []string
+	for _, sp := range p.ShardPlans {
+		all = append(all, sp.Keys...)
+	}
+	writeShardRecords(t, p.MergedFile(), all...)
+	st = status(0)
+	require.Contains(t, st, "3 shards: 3 done, 0 running, 0 failed, 0 missing\n")
+	require.Contains(t, st, p.MergedFile()+": 6 records, 0 lines wrong\n")
+
+	// Without scontrol the states rest on the files.
+	t.Setenv("PATH", t.TempDir())
+	st = status(0)
+	require.Contains(t, st, "scontrol is not on the PATH")
+	require.Contains(t, st, "3 shards: 3 done")
+}
+
+// TestRunSkipDone: run --skip-done leaves out the cells its --out file
+// holds, says so, and runs only the rest.
+func TestRunSkipDone(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	cells := func(seeds string) []string {
+		return []string{"run", "--nodes", "6", "--degree", "2", "--payload", "4KiB", "--profile", "harness", "--seeds", seeds, "--out", out, "--skip-done", "--jobs", "1"}
+	}
+	lines := func() []string {
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(cells("7"), &stdout, &stderr), stderr.String())
+	require.Contains(t, stderr.String(), "--skip-done: 0 of 1 cells already in "+out+", 1 to run")
+	require.Len(t, lines(), 1)
+
+	stderr.Reset()
+	require.Equal(t, 0, run(cells("7-8"), &stdout, &stderr), stderr.String())
+	require.Contains(t, stderr.String(), "--skip-done: 1 of 2 cells already in "+out+", 1 to run")
+	require.Contains(t, stderr.String(), "done 1/1 cells")
+	require.Len(t, lines(), 2)
+
+	stderr.Reset()
+	require.Equal(t, 0, run(cells("7-8"), &stdout, &stderr), stderr.String())
+	require.Contains(t, stderr.String(), "--skip-done: 2 of 2 cells already in "+out+", 0 to run")
+	require.NotContains(t, stderr.String(), "done ")
+	require.Len(t, lines(), 2)
+	var keys []string
+	for _, l := range lines() {
+		var r struct{ Key string }
+		require.NoError(t, json.Unmarshal([]byte(l), &r))
+		keys = append(keys, r.Key)
+	}
+	require.ElementsMatch(t, listedKeys(t, cells("7-8")[:11]...), keys)
+}
