@@ -51,6 +51,21 @@ func (l *Live) Sim() *Sim { return l.sim }
 // Sim().Now() until the next Lock catches the model up.
 func (l *Live) Now() Time { return Time(time.Since(l.epoch)) }
 
+// Peek runs fn, when not nil, under the model's mutex and returns the
+// Sim's clock, without running any event. It is for a reader outside the
+// bubble (a progress watcher): there Lock and Now would read the real
+// clock, as time.Since does outside a bubble. The clock it returns lags
+// the bubble's virtual time by the events not yet run; fn may only read
+// the model.
+func (l *Live) Peek(fn func()) Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return l.sim.Now()
+}
+
 // Lock takes the model for a call from real code: it acquires the mutex and
 // runs every model event due up to the caller's virtual now, so the call
 // takes effect at that instant. It returns the instant.

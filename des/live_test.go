@@ -4,6 +4,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestLiveInterleaves checks that model events and real goroutine timers
@@ -157,5 +159,26 @@ func TestLiveQuantum(t *testing.T) {
 		if got := <-done; got.bubble != 3300*Microsecond {
 			t.Errorf("exact again: event due at 3.3ms seen at %v", got.bubble)
 		}
+	})
+}
+
+// TestLivePeek: Peek reads the Sim's clock under the mutex and runs no
+// event, where Lock catches the model up to the bubble's now first.
+func TestLivePeek(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim := NewSim()
+		l := NewLive(sim)
+		fired := false
+		sim.Schedule(sim.NewTimer(func(Time) { fired = true }), 500*Millisecond)
+		time.Sleep(time.Second)
+		var inside bool
+		require.Equal(t, Time(0), l.Peek(func() { inside = true }))
+		require.True(t, inside, "Peek runs its function")
+		require.False(t, fired, "Peek ran an event")
+		require.Equal(t, Time(0), l.Peek(nil))
+		require.Equal(t, Second, l.Lock())
+		l.Unlock()
+		require.True(t, fired)
+		require.Equal(t, Second, l.Peek(nil))
 	})
 }

@@ -34,12 +34,18 @@ type runOpts struct {
 	outFlag string // the flag that named out, for its errors ("" reads --out)
 	env     []string
 	profDir string
+	// quiet: the cells print no phase or progress lines (uplink cell
+	// --quiet); else each prints its progress line every progressEvery
+	// (cell.Config.ProgressEvery; 0: never).
+	quiet         bool
+	progressEvery time.Duration
 }
 
 // runCells runs the cells in child processes, appending each record to
 // o.out as it arrives, with progress on stderr. It returns the records in
 // the order of cfgs (nil where a cell failed or was not run). A record
-// that cannot be written stops the other cells and fails the run.
+// that cannot be written stops the other cells and fails the run. The ETA
+// it prints is sweepETA's.
 func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, error) {
 	jobs, outFlag := o.jobs, cmpOr(o.outFlag, "--out")
 	self, err := os.Executable()
@@ -64,6 +70,10 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	defer stop()
 	ctx, cancel := context.WithCancel(sigCtx)
 	defer cancel()
+	est := cellEstimates(cfgs)
+	finished := make([]bool, len(cfgs))
+	eta, how := sweepETA(est, finished, jobs, 0)
+	fmt.Fprintf(stderr, "cells: %d to run, %d at a time; ETA %s (%s)\n", len(cfgs), min(jobs, len(cfgs)), eta.Round(time.Second), how)
 	start := time.Now()
 	type result struct {
 		i   int
@@ -91,6 +101,10 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 				if o.profDir != "" {
 					args = []string{"--profile-prefix", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%s-%d", c.Arm, c.Profile.Name, c.Seed))}
 				}
+				if o.quiet {
+					args = append(args, "--quiet")
+				}
+				c.ProgressEvery = o.progressEvery
 				rec, err := runChild(ctx, self, c, o.env, args, isolate, func(line string) {
 					mu.Lock()
 					fmt.Fprintf(stderr, "[%s %s seed %d] %s\n", c.Arm, c.Profile.Name, c.Seed, line)
@@ -108,6 +122,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	done := 0
 	for r := range results {
 		done++
+		finished[r.i] = true
 		if r.err != nil {
 			failures = append(failures, fmt.Sprintf("%s %s seed %d: %v", cfgs[r.i].Arm, cfgs[r.i].Profile.Name, cfgs[r.i].Seed, r.err))
 			continue
@@ -121,10 +136,10 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 			}
 		}
 		el := time.Since(start)
-		eta := time.Duration(float64(el) / float64(done) * float64(len(cfgs)-done))
+		eta, how := sweepETA(est, finished, jobs, el)
 		mu.Lock()
-		fmt.Fprintf(stderr, "done %d/%d cells (%s %s seed %d: p50 %s, wall %.1f s); elapsed %s, ETA %s\n",
-			done, len(cfgs), r.rec.Arm, r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second))
+		fmt.Fprintf(stderr, "done %d/%d cells (%s %s seed %d: p50 %s, wall %.1f s); elapsed %s, ETA %s (%s)\n",
+			done, len(cfgs), r.rec.Arm, r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second), how)
 		mu.Unlock()
 	}
 	if outFile != nil {
@@ -293,6 +308,7 @@ func (w *lineWriter) endLine() {
 func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink cell", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	quiet := fs.Bool("quiet", false, "print no phase or progress lines (errors and warnings still go to standard error)")
 	prefix := fs.String("profile-prefix", "", "write a CPU profile per phase to PREFIX-PHASE.cpu.prof the heap at the end of the delivery to PREFIX-delivery.heap.prof, and the heap at the delivery's largest live heap to PREFIX-delivery-peak.heap.prof")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -304,8 +320,18 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := json.NewDecoder(stdin).Decode(&c); err != nil {
 		return fmt.Errorf("cell: reading the configuration: %w", err)
 	}
-	c.Progress = stderr
 	c.Wait = synctest.Wait
+	// The phase lines come from inside the bubble, the progress lines from
+	// the watcher outside it: one writer orders them.
+	stderr = &syncWriter{w: stderr}
+	if !*quiet {
+		c.Progress = stderr
+		if c.ProgressEvery > 0 {
+			c.Watch = &cell.Watch{}
+			stop := watchCell(c.Watch, c.ProgressEvery, stderr)
+			defer stop()
+		}
+	}
 	finishProfiles := func() error { return nil }
 	if *prefix != "" {
 		hook, stop, err := phaseProfiler(*prefix)

@@ -21,7 +21,7 @@ func TestRecordWriteError(t *testing.T) {
 	require.Equal(t, 1, code, stderr.String())
 	require.Contains(t, stderr.String(), "--out /dev/full: writing the record of wholend harness seed 7: no space left on device")
 
-	err := runMissing([]cell.Config{tinyCell(t)}, map[string]*cell.Record{}, "/dev/full", 1, 1, os.Environ(), &bytes.Buffer{})
+	err := runMissing([]cell.Config{tinyCell(t)}, map[string]*cell.Record{}, 1, runOpts{jobs: 1, out: "/dev/full", outFlag: "--cache", env: os.Environ()}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "--cache /dev/full: writing the record of")
 	require.NotContains(t, err.Error(), "--out")
 }

@@ -72,6 +72,8 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	wireEnc := fs.String("wire-encoding", "snappy", "how each gossip message goes on the wire: snappy (the study's gossip encoder: snappy-compressed, the whole message carrying the mainnet-like payload) or raw (the units sent uncompressed, the whole message as random bytes)")
 	backgroundS := fs.String("background", "", "background load: SIZE@INTERVAL, e.g. 64KiB@100ms: a random node publishes SIZE every INTERVAL on the cell's topic")
 	bgLeadS := fs.String("background-lead", "2s", "how long the background load runs before the measured publish")
+	quiet := fs.Bool("quiet", false, quietHelp)
+	progressEvery := fs.Duration("progress-every", cell.DefaultProgressEvery, progressEveryHelp)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -245,6 +247,9 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	if err := checkSetupQuantum(*setupQuantum); err != nil {
 		return err
 	}
+	if err := checkProgressEvery(*progressEvery); err != nil {
+		return err
+	}
 	for i := range jobsList {
 		jobsList[i].SetupProcs = *setupProcs
 	}
@@ -281,7 +286,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	if err := checkCells(jobsList, *jobs, *memS); err != nil {
 		return err
 	}
-	recs, err := runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir}, stderr)
+	recs, err := runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir, quiet: *quiet, progressEvery: *progressEvery}, stderr)
 	printTable(stdout, recs)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)

@@ -60,6 +60,8 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	memS := fs.String("mem", "", memHelp)
 	shardS := fs.String("shard", "", shardHelp)
 	listCells := fs.Bool("list-cells", false, listCellsHelp)
+	quiet := fs.Bool("quiet", false, quietHelp)
+	progressEvery := fs.Duration("progress-every", cell.DefaultProgressEvery, progressEveryHelp)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -97,6 +99,9 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		return err
 	}
 	if err := checkSetupQuantum(*setupQuantum); err != nil {
+		return err
+	}
+	if err := checkProgressEvery(*progressEvery); err != nil {
 		return err
 	}
 	// Per-node rows feed the report's CDFs.
@@ -157,7 +162,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		if *cachedOnly {
 			return nil
 		}
-		return runMissing(cfgs, records, *cache, *jobs, *setupProcs, env, stderr)
+		return runMissing(cfgs, records, *setupProcs, runOpts{jobs: *jobs, out: *cache, outFlag: "--cache", env: env, quiet: *quiet, progressEvery: *progressEvery}, stderr)
 	}
 	if *study != "" {
 		if *cache == "" {
@@ -453,16 +458,16 @@ func printDiffs(w io.Writer, ds []validate.DiffResult) {
 	fmt.Fprintln(w, "verdict: within when the reference difference lies in the range of uplink's per-seed differences.")
 }
 
-// runMissing runs cfgs (the cells without records), appending their
-// records to cache and adding them to records.
-func runMissing(cfgs []cell.Config, records map[string]*cell.Record, cache string, jobs, setupProcs int, env []string, stderr io.Writer) error {
+// runMissing runs cfgs (the cells without records) with setupProcs and
+// o, appending their records to o.out and adding them to records.
+func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs int, o runOpts, stderr io.Writer) error {
 	if len(cfgs) == 0 {
 		return nil
 	}
 	for i := range cfgs {
 		cfgs[i].SetupProcs = setupProcs
 	}
-	recs, err := runCells(cfgs, runOpts{jobs: jobs, out: cache, outFlag: "--cache", env: env}, stderr)
+	recs, err := runCells(cfgs, o, stderr)
 	for _, r := range recs {
 		if r != nil {
 			records[r.Key] = r

@@ -57,6 +57,13 @@ type Config struct {
 	// when it passes and records mesh_stable false.
 	MeshTimeout des.Time
 	Progress    io.Writer // phase lines; nil: none
+	// ProgressEvery is how often, in wall time, the command that runs the
+	// cell prints its progress line (read from Watch); 0: never. The
+	// commands default to DefaultProgressEvery.
+	ProgressEvery time.Duration `json:",omitempty"`
+	// Watch, when set, is updated as the cell runs, for a watcher outside
+	// its bubble.
+	Watch *Watch `json:"-"`
 	// SetupProcs, when positive, is GOMAXPROCS while hosts are built and
 	// the graph is dialled (TLS handshakes parallelise); the previous value
 	// is restored for mesh formation (or after it, with a SetupQuantum) and
@@ -182,6 +189,7 @@ const simnetIdleReset = 1
 func (c Config) Key() string {
 	c.Defaults()
 	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook, c.Wait = nil, 0, "", false, false, nil, nil
+	c.ProgressEvery, c.Watch = 0, nil
 	if arm, err := arms.LookupArm(c.Arm); err == nil {
 		if _, phased := arm.Policy(c.Payload); !phased {
 			c.Profile.PhaseRules = "" // no phase router: the rules change nothing

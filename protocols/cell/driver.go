@@ -161,8 +161,10 @@ func newDriver(cfg Config) *driver {
 	}
 }
 
-// phaseStart tells PhaseHook (and the test hook fault) that a phase starts.
+// phaseStart tells Watch, PhaseHook (and the test hook fault) that a
+// phase starts.
 func (d *driver) phaseStart(name string) error {
+	d.cfg.Watch.enter(name)
 	if d.cfg.PhaseHook != nil {
 		d.cfg.PhaseHook(name)
 	}
@@ -332,6 +334,7 @@ func (d *driver) network() error {
 	d.live.SetQuantum(cfg.SetupQuantum) // before Start: no lock needed yet
 	d.live.Start()
 	d.liveStarted = true
+	d.cfg.Watch.setModel(d.live, d.nw)
 	// Setup ends after the dial, or with a setup quantum after the mesh
 	// wait: then the mesh forms on SetupProcs cores too.
 	d.endSetup = sync.OnceFunc(func() {
@@ -494,8 +497,10 @@ func (d *driver) mesh() error {
 	subscribed := live.Now()
 	d.m.firstHeartbeat = firstHeartbeat(d.routersAt.Duration(), subscribed.Duration(), cfg.Gossip.Heartbeat)
 	n, topics := len(d.nodes), len(d.topicNames)
+	settle := des.Time(p.Settle * float64(time.Second))
 	if p.MeshWait == "stable" && topics > 1 && p.TopicMeshWait == TopicMeshSlots {
 		// The study's harness's variant C wait (awaitMeshMany).
+		cfg.Watch.bound(subscribed, slotsMeshTimeout, "subscribing", "mesh timeout")
 		tol := max(1, min(topics*n/100, n/10))
 		for {
 			v, err := d.snapshot(readMeshes)
@@ -508,7 +513,12 @@ func (d *driver) mesh() error {
 			time.Sleep(100 * time.Millisecond)
 		}
 	} else {
-		time.Sleep(time.Duration(p.Settle * float64(time.Second)))
+		if p.MeshWait == "stable" {
+			cfg.Watch.bound(subscribed, max(settle, cfg.MeshTimeout), "subscribing", "mesh timeout")
+		} else {
+			cfg.Watch.bound(subscribed, settle, "subscribing", "settle")
+		}
+		time.Sleep(settle.Duration())
 		for {
 			v, err := d.snapshot(readMeshes)
 			if err != nil {
@@ -542,6 +552,8 @@ func (d *driver) warmup() error {
 				return fmt.Errorf("cell: %w", err)
 			}
 		case "payload":
+			// The warm-up payload's wait is bounded by the window.
+			cfg.Watch.bound(ws, cfg.Window, "the warm-up's start", "window")
 			warm := cellPayload(d.arm, cfg.Encoding, cfg.Seed^0x7761726d, cfg.Payload)
 			missing, err := d.warmPayload(warm, cfg.Seed+1, cfg.Window.Duration())
 			if err != nil {
@@ -632,6 +644,7 @@ func (d *driver) deliver() error {
 	completed := func() {
 		remainingMu.Lock()
 		defer remainingMu.Unlock()
+		cfg.Watch.completed()
 		if remaining--; remaining == 0 {
 			close(allDone)
 		}
@@ -661,6 +674,8 @@ func (d *driver) deliver() error {
 	d.m.meshLatencyMS, d.m.graphLatency = meshLatency(at.nodes, peerIDs, d.draw, d.graph)
 	d.m.publishAt = time.Now()
 	d.m.publishAtS = d.live.Now()
+	cfg.Watch.setReceivers(len(d.nodes) - 1)
+	cfg.Watch.bound(d.m.publishAtS, cfg.Window, "the publish", "window")
 	if d.isB {
 		err = d.nodes[0].part.Publish(d.bparts.Parts)
 	} else {
@@ -695,6 +710,7 @@ func (d *driver) deliver() error {
 		return err
 	}
 	d.m.wTeardown = des.WallNow()
+	cfg.Watch.bound(d.live.Now(), des.Time(TeardownLimit), "the teardown's start", "teardown limit")
 	// The simulation's cost: every packet so far.
 	d.m.cost, err = d.snapshot(readNetwork)
 	return err

@@ -23,7 +23,8 @@ func TestRunNeedsWait(t *testing.T) {
 
 // TestKeyIgnoresHowACellRuns: the keys of two cells are those their
 // records have always had, and setting how a cell runs (its wait, phase
-// hook, progress writer, cores, verification) leaves them unchanged.
+// hook, progress writer, progress interval and watch, cores,
+// verification) leaves them unchanged.
 func TestKeyIgnoresHowACellRuns(t *testing.T) {
 	h, err := LookupProfile("harness")
 	require.NoError(t, err)
@@ -43,6 +44,7 @@ func TestKeyIgnoresHowACellRuns(t *testing.T) {
 		run.PhaseHook = func(string) {}
 		run.Progress = io.Discard
 		run.SetupProcs, run.Verify, run.PerNode = 2, true, true
+		run.ProgressEvery, run.Watch = DefaultProgressEvery, &Watch{}
 		require.Equal(t, c.want, run.Key())
 	}
 }
