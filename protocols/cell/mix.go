@@ -21,10 +21,20 @@ import (
 //
 //	pie@30%;fq_codel        30 % of nodes behind PIE, the rest fq_codel
 //
+// A mix whose entries all have shares ("pie@30%") is open: it says nothing
+// of the other nodes, and is completed by the assignment it is set over
+// (CompleteMix) before it gets here.
+//
 // Which nodes get which discipline is a seeded shuffle of the node
 // indices, so it is the same in every run of a seed; shares round to the
 // nearest node count.
 func AssignQdiscs(assign string, n int, seed uint64) ([]string, error) {
+	return assignQdiscs(assign, n, seed, false)
+}
+
+// assignQdiscs is AssignQdiscs; with open, a mix may leave nodes over,
+// whose specs are then "".
+func assignQdiscs(assign string, n int, seed uint64, open bool) ([]string, error) {
 	out := make([]string, n)
 	entries := strings.Split(assign, ";")
 	if len(entries) == 1 && !strings.Contains(assign, "@") {
@@ -64,10 +74,57 @@ func AssignQdiscs(assign string, n int, seed uint64) ([]string, error) {
 		}
 		next += cnt
 	}
-	if next != n {
+	if next != n && !open {
 		return nil, fmt.Errorf("queue mix %q: %d of %d nodes have no discipline; end the mix with an entry without a share", assign, n-next, n)
 	}
 	return out, nil
+}
+
+// isMix reports whether an assignment is a mix rather than one spec.
+func isMix(assign string) bool { return strings.ContainsAny(assign, ";@") }
+
+// openMix reports whether assign is a mix whose every entry has a share
+// and whose shares add up to less than all nodes, so that it leaves
+// nodes without a discipline.
+func openMix(assign string) bool {
+	if !isMix(assign) {
+		return false
+	}
+	sum := 0.0
+	for _, e := range strings.Split(assign, ";") {
+		spec, shareS, hasShare := strings.Cut(strings.TrimSpace(e), "@")
+		if spec == "" || !hasShare {
+			return false
+		}
+		share, err := parseShare(shareS)
+		if err != nil {
+			return false
+		}
+		sum += share
+	}
+	return sum < 1-1e-9
+}
+
+// CompleteMix returns the queue assignment assign set over base (the
+// assignment it replaces): assign itself, unless it is an open mix (every
+// entry with a share, the shares short of all nodes), whose remaining
+// nodes then keep base as its last entry:
+//
+//	CompleteMix("pie@30%", "fq_codel:profile=simnet") = "pie@30%;fq_codel:profile=simnet"
+//
+// An open mix over a base that is itself a mix is an error (mixes do not
+// nest), and one over an empty base is returned as it is, for
+// AssignQdiscs to refuse. Any other malformed assign is returned as it is
+// too: AssignQdiscs reports what is wrong with it.
+func CompleteMix(assign, base string) (string, error) {
+	base = strings.TrimSpace(base)
+	if !openMix(assign) || base == "" {
+		return assign, nil
+	}
+	if isMix(base) {
+		return "", fmt.Errorf("queue mix %q leaves the rest of the nodes to the assignment it replaces, %q, itself a mix; end the mix with an entry without a share, such as %s;fq_codel", assign, base, strings.TrimSpace(assign))
+	}
+	return strings.TrimSpace(assign) + ";" + base, nil
 }
 
 func parseShare(s string) (float64, error) {
@@ -89,7 +146,8 @@ type NodeQdiscs struct {
 }
 
 // QdiscMap assigns specs to nodes: Default (itself an assignment, so a mix
-// works too) and per-index exceptions.
+// works too; an open mix such as "pie@30%" leaves the other nodes on the
+// profile's assignment) and per-index exceptions.
 type QdiscMap struct {
 	Default string            `json:"default"`
 	Nodes   map[string]string `json:"nodes,omitempty"`
@@ -110,19 +168,45 @@ func ReadNodeQdiscs(r io.Reader) (*NodeQdiscs, error) {
 }
 
 // resolve returns one spec per node: the profile's assignment, replaced by
-// the map's default and exceptions where given.
+// the map's default and exceptions where given. An open mix as the
+// default takes its shares of the nodes from the profile's assignment
+// and leaves it the rest (over a profile's mix, the same seeded order of
+// nodes picks both, the default's entries first).
 func (m *QdiscMap) resolve(profileAssign string, n int, seed uint64) ([]string, error) {
-	assign := profileAssign
-	if m != nil && m.Default != "" {
-		assign = m.Default
+	out, err := AssignQdiscs(profileAssign, n, seed)
+	if m == nil || m.Default == "" {
+		if err != nil {
+			return nil, err
+		}
+		return m.except(out)
 	}
-	out, err := AssignQdiscs(assign, n, seed)
+	if !openMix(m.Default) {
+		if out, err = AssignQdiscs(m.Default, n, seed); err != nil {
+			return nil, err
+		}
+		return m.except(out)
+	}
 	if err != nil {
 		return nil, err
 	}
+	over, err := assignQdiscs(m.Default, n, seed, true)
+	if err != nil {
+		return nil, err
+	}
+	for i, spec := range over {
+		if spec != "" {
+			out[i] = spec
+		}
+	}
+	return m.except(out)
+}
+
+// except puts the map's per-node exceptions over out.
+func (m *QdiscMap) except(out []string) ([]string, error) {
 	if m == nil {
 		return out, nil
 	}
+	n := len(out)
 	for k, spec := range m.Nodes {
 		i, err := strconv.Atoi(k)
 		if err != nil || i < 0 || i >= n {

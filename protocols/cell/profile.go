@@ -289,6 +289,24 @@ func intKnob(name, help string, hi int64, f func(*Profile) *int) knob {
 		}}
 }
 
+// qdiscKnob is a queue assignment knob (AssignQdiscs). An open mix
+// ("pie@30%") set over the value it replaces is stored completed by it
+// (CompleteMix: "pie@30%;fq_codel:profile=simnet" over the harness's), so
+// that the knob's value, and a record's, names every node's discipline.
+func qdiscKnob(name, link string, f func(*Profile) *string) knob {
+	help := "queue discipline of every " + link + ": a queues spec (uplink run --list-qdiscs), or a mix over the nodes, pie@30%;fq_codel; a mix whose every entry has a share, pie@30%, leaves the other nodes on the value it replaces (the profile's)"
+	return knob{name, help,
+		func(p *Profile) string { return *f(p) },
+		func(p *Profile, v string) error {
+			full, err := CompleteMix(v, *f(p))
+			if err != nil {
+				return fmt.Errorf("knob %s: %w", name, err)
+			}
+			*f(p) = full
+			return nil
+		}}
+}
+
 // Bounds of the integer knobs: a receive buffer's datagram slots, and
 // socket buffer requests (an int in the socket API).
 const (
@@ -317,8 +335,8 @@ func tcpSwitch(name, help string, f func(*Profile) *string, inEffect func(tcp.Co
 }
 
 var knobs = []knob{
-	stringKnob("uplink-qdisc", "queue discipline of every uplink (a queues spec)", func(p *Profile) *string { return &p.UpQdisc }),
-	stringKnob("downlink-qdisc", "queue discipline of every downlink (a queues spec)", func(p *Profile) *string { return &p.DownQdisc }),
+	qdiscKnob("uplink-qdisc", "uplink", func(p *Profile) *string { return &p.UpQdisc }),
+	qdiscKnob("downlink-qdisc", "downlink", func(p *Profile) *string { return &p.DownQdisc }),
 	stringKnob("host-qdisc", "host queue in front of every uplink, drained at host-rate (empty: none)", func(p *Profile) *string { return &p.HostQdisc }),
 	{"host-rate", "line rate of the host queue stage, bit/s",
 		func(p *Profile) string { return strconv.FormatInt(p.HostRate, 10) },
