@@ -51,9 +51,9 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	deadlineS := fs.String("deadline", "3s", "budget for rate@deadline")
 	knobs := fs.StringArray("knob", nil, "override a profile knob, name=value (repeatable); see --list-knobs")
 	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value: Dlazy, gossip-factor, history-gossip, gossip-retransmission, flood-publish")
-	upQ := fs.String("uplink-qdisc", "", "shorthand for --knob uplink-qdisc=SPEC; a mix reads pie@30%;fq_codel")
-	qdiscFile := fs.String("qdisc-file", "", `per-node queue assignment, JSON: {"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}, "downlink": {...}}`)
-	downQ := fs.String("downlink-qdisc", "", "shorthand for --knob downlink-qdisc=SPEC")
+	upQ := fs.String("uplink-qdisc", "", "shorthand for --knob uplink-qdisc=SPEC: a queues spec, or a mix: pie@30%;fq_codel (the rest plain fq_codel) or pie@30% (the rest keep each profile's own); uplink run --list-qdiscs")
+	qdiscFile := fs.String("qdisc-file", "", `per-node queue assignment, JSON: {"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}, "downlink": {...}}; a default such as pie@30% leaves the other nodes on the profile's assignment`)
+	downQ := fs.String("downlink-qdisc", "", "shorthand for --knob downlink-qdisc=SPEC (as --uplink-qdisc)")
 	topo := fs.String("topology", "", "replay a topology draw exported as JSON (replaces --nodes, --degree, --net, --latency)")
 	exportTopo := fs.String("export-topology", "", "write the first seed's topology draw as JSON to this file and exit")
 	listKnobs := fs.Bool("list-knobs", false, "list the profile knobs and exit")
@@ -223,15 +223,17 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{fmt.Errorf("--profile: %w", err)}
 		}
-		overrides := slices.Clone(*knobs)
-		if *upQ != "" {
-			overrides = append(overrides, "uplink-qdisc="+*upQ)
-		}
-		if *downQ != "" {
-			overrides = append(overrides, "downlink-qdisc="+*downQ)
-		}
-		if err := p.SetKnobs(overrides); err != nil {
+		if err := p.SetKnobs(*knobs); err != nil {
 			return usageError{fmt.Errorf("--knob: %w", err)}
+		}
+		// After the knobs, as if the last of them.
+		for _, q := range []struct{ name, v string }{{"uplink-qdisc", *upQ}, {"downlink-qdisc", *downQ}} {
+			if q.v == "" {
+				continue
+			}
+			if err := p.Set(q.name, q.v); err != nil {
+				return usageError{fmt.Errorf("--%s %q: %w", q.name, q.v, err)}
+			}
 		}
 		for _, a := range armList {
 			for _, s := range seeds {
