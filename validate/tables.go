@@ -21,7 +21,7 @@ import (
 	"strings"
 )
 
-//go:embed tables/*.csv tables/arms/appendix_a.csv
+//go:embed tables/*.csv tables/arms/appendix_a.csv tables/README.md
 var tableFiles embed.FS
 
 // armsFile is the arm catalogue's path in tableFiles.
@@ -107,6 +107,29 @@ func Tables() []string {
 		names[i] = strings.TrimSuffix(path.Base(f), ".csv")
 	}
 	return names
+}
+
+// TableTitle says what the named table holds: its line in the files
+// table of tables/README.md (the one description of each file), or an
+// error for a table without one.
+func TableTitle(name string) (string, error) {
+	data, err := tableFiles.ReadFile("tables/README.md")
+	if err != nil {
+		return "", fmt.Errorf("validate: tables/README.md: %w", err)
+	}
+	// A row reads | `NAME.csv` | ROWS | WHAT IT HOLDS |.
+	lead := "| `" + name + ".csv` |"
+	for _, line := range strings.Split(string(data), "\n") {
+		rest, ok := strings.CutPrefix(line, lead)
+		if !ok {
+			continue
+		}
+		cells := strings.Split(strings.TrimSuffix(strings.TrimSpace(rest), "|"), "|")
+		if len(cells) == 2 && strings.TrimSpace(cells[1]) != "" {
+			return strings.TrimSpace(cells[1]), nil
+		}
+	}
+	return "", fmt.Errorf("validate: table %s has no line in tables/README.md's files table", name)
 }
 
 // LoadTable reads and validates the named reference table (a name from

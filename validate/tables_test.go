@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // field returns a row's column by its CSV name.
@@ -134,6 +136,27 @@ func TestTablesAllLoad(t *testing.T) {
 	if _, err := LoadTable("appendix_d_dc"); err == nil {
 		t.Error("LoadTable of a table that does not exist: no error")
 	}
+}
+
+// TestTableTitles: every table has its line in tables/README.md's files
+// table, which uplink validate --list-tables prints, with the table's row
+// count.
+func TestTableTitles(t *testing.T) {
+	data, err := tableFiles.ReadFile("tables/README.md")
+	require.NoError(t, err)
+	for _, name := range Tables() {
+		title, err := TableTitle(name)
+		require.NoError(t, err)
+		require.NotEmpty(t, title)
+		rows, err := LoadTable(name)
+		require.NoError(t, err)
+		require.Contains(t, string(data), fmt.Sprintf("| `%s.csv` | %d | %s |", name, len(rows), title), name)
+	}
+	title, err := TableTitle("appendix_d_home")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(title, "Appendix D, the home scenario"), title)
+	_, err = TableTitle("appendix_d_dc")
+	require.ErrorContains(t, err, "no line in tables/README.md")
 }
 
 func TestArmsCatalogue(t *testing.T) {
