@@ -37,7 +37,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	durS := fs.String("duration", "10s", "virtual time to send for (ignored with --bytes)")
 	sizeS := fs.String("bytes", "", "send exactly this many bytes instead (16MiB), checked by SHA-256")
 	seed := fs.Uint64("seed", 1, "seed of the random streams (loss)")
-	qdiscs := fs.StringArray("qdisc", nil, "queue discipline per direction and stage, DIR=SPEC (repeatable): up (every uplink; default pfifo:limit=1000), down (every downlink; default fifo), host (a host queue in front of every uplink, drained at --host-rate); SPEC as queues.New, e.g. pie, fq_codel:ecn=off, pfifo:limit=100")
+	qdiscs := fs.StringArray("qdisc", nil, "queue discipline per direction and stage, DIR=SPEC (repeatable): up (every uplink; default pfifo:limit=1000), down (every downlink; default fifo), host (a host queue in front of every uplink, drained at --host-rate); SPEC as queues.New, e.g. pie, fq_codel:ecn=off, pfifo:limit=100 (--list-qdiscs)")
 	hostRateS := fs.String("host-rate", "10Gbit", "line rate of the host queue stage")
 	flows := fs.Int("flows", 1, "parallel connections from node 0 to node 1")
 	block := fs.Bool("block-sends", false, "QUIC: block UDP socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
@@ -45,11 +45,16 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
 	reproducible := fs.Bool("reproducible", false, "bit-for-bit reproducible run: GOMAXPROCS=1 and crypto/rand seeded from --seed (needs a binary built with -ldflags=-X=testing.testBinary=1)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
 		return usageError{err}
+	}
+	if *listQdiscs {
+		printQdiscs(stdout)
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("bulk: unexpected argument %q", fs.Arg(0))}

@@ -41,7 +41,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	payloadS := fs.String("payload", "1MiB", "payload size")
 	netS := fs.String("net", "home", "scenario: "+strings.Join(netmodel.ScenarioNames(), ", "))
 	latency := fs.String("latency", "geo", "latency model: geo, fixed:50ms, uniform:20ms,100ms")
-	profilesS := fs.String("profile", "harness,shadow", "profiles, comma-separated, run side by side: "+strings.Join(cell.ProfileNames(), ", "))
+	profilesS := fs.String("profile", defaultProfiles, "profiles, comma-separated, run side by side: "+strings.Join(cell.ProfileNames(), ", "))
 	transport := fs.String("transport", "quic", "transport: quic, or tcp (uplink's TCP model with TLS and yamux; see the tcp, cc and pacing knobs)")
 	seedsS := fs.String("seeds", "7", "seeds: 7, 7-16 or 7,9,11")
 	out := fs.String("out", "", "append one JSON record per cell run to this file (JSON Lines)")
@@ -56,7 +56,8 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	downQ := fs.String("downlink-qdisc", "", "shorthand for --knob downlink-qdisc=SPEC (as --uplink-qdisc)")
 	topo := fs.String("topology", "", "replay a topology draw exported as JSON (replaces --nodes, --degree, --net, --latency)")
 	exportTopo := fs.String("export-topology", "", "write the first seed's topology draw as JSON to this file and exit")
-	listKnobs := fs.Bool("list-knobs", false, "list the profile knobs and exit")
+	listKnobs := fs.Bool("list-knobs", false, "list the profile knobs with their help and their value in every profile, and exit")
+	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell is fastest; run cells in parallel with --jobs)")
 	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
@@ -105,9 +106,10 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if *listKnobs {
-		for _, k := range cell.KnobNames() {
-			fmt.Fprintln(stdout, k)
-		}
+		return printKnobs(stdout)
+	}
+	if *listQdiscs {
+		printQdiscs(stdout)
 		return nil
 	}
 	if fs.NArg() > 0 {

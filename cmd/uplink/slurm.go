@@ -58,6 +58,7 @@ var slurmRefused = map[string]string{
 	"list-cells":      "it lists the cells instead of running them",
 	"list-arms":       "it runs no cell",
 	"list-knobs":      "it runs no cell",
+	"list-qdiscs":     "it runs no cell",
 	"list-tables":     "it runs no cell",
 	"list-studies":    "it runs no cell",
 	"export-topology": "it runs no cell",

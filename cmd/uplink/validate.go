@@ -33,7 +33,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	fs := pflag.NewFlagSet("uplink validate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	table := fs.String("table", "", "the reference table to replay (--list-tables)")
-	listTables := fs.Bool("list-tables", false, "list the reference tables and exit")
+	listTables := fs.Bool("list-tables", false, "list the reference tables: what each holds, its rows, the cells, seeds and runs of its replay and their estimated core-hours (with --nodes, --seeds, --arm, --backend, --transport applied), and exit")
 	study := fs.String("study", "", "run a study of an open question instead of a table (--list-studies)")
 	listStudies := fs.Bool("list-studies", false, "list the studies with their questions and exit")
 	seedsS := fs.String("seeds", "", "replace the table's seeds: 7, 7-16 or 7,9,11")
@@ -71,12 +71,6 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	if sp != nil {
 		sp.flags = fs
 	}
-	if *listTables {
-		for _, t := range validate.Tables() {
-			fmt.Fprintln(stdout, t)
-		}
-		return nil
-	}
 	if *listStudies {
 		for _, s := range validate.Studies() {
 			fmt.Fprintf(stdout, "%-14s %s\n", s.Name, s.Question)
@@ -89,7 +83,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	if *fresh && *cachedOnly {
 		return usageError{errors.New("validate: --fresh ignores the records and --cached-only runs nothing: together they compare nothing; drop one")}
 	}
-	if (*table == "") == (*study == "") {
+	if !*listTables && (*table == "") == (*study == "") {
 		return usageError{fmt.Errorf("validate: give --table (one of: %s) or --study (one of: %s)", strings.Join(validate.Tables(), ", "), strings.Join(validate.StudyNames(), ", "))}
 	}
 	if err := flagCount("jobs", *jobs, 1, maxJobs); err != nil {
@@ -145,6 +139,9 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	probe, _ := cell.LookupProfile("harness")
 	if err := probe.SetKnobs(o.Knobs); err != nil {
 		return usageError{fmt.Errorf("--knob: %w", err)}
+	}
+	if *listTables {
+		return printTables(stdout, o)
 	}
 	env, err := cellEnv(*procs, *gogc, *memLimit)
 	if err != nil {

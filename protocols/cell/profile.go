@@ -468,11 +468,15 @@ func overrideSwitch(name, v string, field *bool) error {
 	return nil
 }
 
-// KnobNames lists the profile knobs with their help, for --help.
-func KnobNames() []string {
-	out := make([]string, len(knobs))
+// KnobDoc is one profile knob's name and help.
+type KnobDoc struct{ Name, Help string }
+
+// KnobDocs lists the profile knobs in order with their help (uplink run
+// --list-knobs); a profile's values are its Knobs.
+func KnobDocs() []KnobDoc {
+	out := make([]KnobDoc, len(knobs))
 	for i, k := range knobs {
-		out[i] = k.name + ": " + k.help
+		out[i] = KnobDoc{k.name, k.help}
 	}
 	return out
 }
