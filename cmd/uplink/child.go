@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -66,10 +67,22 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 		isolate = false
 		fmt.Fprintf(stderr, "uplink: warning: cells run in this machine's network namespace, so go-libp2p may list its interfaces (%v)\n", err)
 	}
-	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithCancel(sigCtx)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// SIGINT and SIGTERM stop the cells; the first one received is
+	// reported in the error (interruptedError).
+	var caught atomic.Pointer[os.Signal]
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			caught.Store(&s)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	est := cellEstimates(cfgs)
 	finished := make([]bool, len(cfgs))
 	eta, how := sweepETA(est, finished, jobs, 0)
@@ -150,13 +163,31 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	if writeErr != nil {
 		return recs, writeErr
 	}
-	if sigCtx.Err() != nil {
-		return recs, errors.New("interrupted; the records written so far are complete")
+	if s := caught.Load(); s != nil {
+		return recs, interruptedError{*s}
 	}
 	if len(failures) > 0 {
 		return recs, fmt.Errorf("%d of %d cells failed:\n  %s", len(failures), len(cfgs), strings.Join(failures, "\n  "))
 	}
 	return recs, nil
+}
+
+// interruptedError is a sweep stopped by a signal (SIGINT, SIGTERM): the
+// command exits 128 plus the signal's number, as a shell reports a
+// process the signal ended.
+type interruptedError struct{ sig os.Signal }
+
+func (e interruptedError) Error() string {
+	return "interrupted; the records written so far are complete"
+}
+
+// exitCode is 128 plus the signal's number: 130 for SIGINT, 143 for
+// SIGTERM.
+func (e interruptedError) exitCode() int {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
 }
 
 // appendRecord appends rec to a records file as one line, in one write.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -156,19 +155,31 @@ func TestRunProcessCancelKillsGroup(t *testing.T) {
 	requireGone(t, b, "the cancelled child's child")
 }
 
-// TestRunInterrupted: uplink run sent SIGINT or SIGTERM while its cells
-// run says it was interrupted, exits 1, and leaves no cell process.
+// TestRunInterrupted: uplink run or validate sent SIGINT or SIGTERM while
+// its cells run says it was interrupted, exits 128 plus the signal's
+// number (130, 143), leaves no cell process and no partial record, and
+// validate still prints its comparison (every row not run).
 func TestRunInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs cells")
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		sig   syscall.Signal
+		args  []string
+		table string // what stdout must hold
+	}{
+		{"run-SIGINT", syscall.SIGINT, []string{"run", "--nodes", "60", "--degree", "8", "--payload", "1MiB", "--profile", "harness", "--seeds", "7-8", "--jobs", "2", "--out"}, ""},
+		{"run-SIGTERM", syscall.SIGTERM, []string{"run", "--nodes", "60", "--degree", "8", "--payload", "1MiB", "--profile", "harness", "--seeds", "7-8", "--jobs", "2", "--out"}, ""},
+		{"validate-SIGINT", syscall.SIGINT, []string{"validate", "--table", "appendix_d_home", "--nodes", "60", "--seeds", "7", "--arm", "wholend", "--backend", "harness", "--cache"}, "not run"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "records.jsonl")
-			path, argv, env := helperCommand(t, "run", "run", "--nodes", "60", "--degree", "8", "--payload", "1MiB",
-				"--profile", "harness", "--seeds", "7-8", "--jobs", "2", "--out", out)
+			path, argv, env := helperCommand(t, "run", append(c.args, out)...)
 			cmd := exec.Command(path, argv...)
 			cmd.Env = env
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
 			stderr, err := cmd.StderrPipe()
 			require.NoError(t, err)
 			require.NoError(t, cmd.Start())
@@ -180,7 +191,7 @@ func TestRunInterrupted(t *testing.T) {
 			for started := false; !started; {
 				select {
 				case line, ok := <-lines:
-					require.True(t, ok, "uplink run ended before a cell started:\n%s", strings.Join(all, "\n"))
+					require.True(t, ok, "uplink %s ended before a cell started:\n%s", c.args[0], strings.Join(all, "\n"))
 					all = append(all, line)
 					started = strings.HasPrefix(line, "[wholend harness seed ")
 				case <-timeout:
@@ -192,29 +203,28 @@ func TestRunInterrupted(t *testing.T) {
 			for _, pid := range kids {
 				killOnCleanup(t, pid)
 			}
-			require.NoError(t, cmd.Process.Signal(sig))
-			var mu sync.Mutex
+			require.NoError(t, cmd.Process.Signal(c.sig))
+			// Read its standard error to the end before Wait, which closes
+			// the pipe.
+			drained := make(chan struct{})
 			go func() {
+				defer close(drained)
 				for line := range lines {
-					mu.Lock()
 					all = append(all, line)
-					mu.Unlock()
 				}
 			}()
-			waited := make(chan error, 1)
-			go func() { waited <- cmd.Wait() }()
 			select {
-			case err = <-waited:
+			case <-drained:
 			case <-time.After(time.Minute):
-				t.Fatal("uplink run did not end within a minute of the signal")
+				t.Fatalf("uplink %s did not end within a minute of the signal", c.args[0])
 			}
-			mu.Lock()
+			err = cmd.Wait()
 			text := strings.Join(all, "\n")
-			mu.Unlock()
 			var exit *exec.ExitError
 			require.True(t, errors.As(err, &exit), "%v\n%s", err, text)
-			require.Equal(t, 1, exit.ExitCode(), text)
+			require.Equal(t, 128+int(c.sig), exit.ExitCode(), text)
 			require.Contains(t, text, "interrupted; the records written so far are complete")
+			require.Contains(t, stdout.String(), c.table)
 			for _, pid := range kids {
 				requireGone(t, pid, "a cell process")
 			}

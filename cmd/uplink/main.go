@@ -5,6 +5,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,7 +73,8 @@ func main() {
 }
 
 // run dispatches a command line and returns the exit status: 0 on success,
-// 1 when the job failed, 2 on a usage error.
+// 1 when the job failed, 2 on a usage error, 128 plus the signal's number
+// when a signal stopped the sweep (130 for SIGINT, 143 for SIGTERM).
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -108,12 +110,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "uplink:", shorten(err.Error()))
-		if _, ok := err.(usageError); ok {
-			return 2
-		}
-		return 1
 	}
-	return 0
+	return exitStatus(err)
+}
+
+// exitStatus is a command's exit status for its error (run).
+func exitStatus(err error) int {
+	var ie interruptedError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ie):
+		return ie.exitCode()
+	}
+	if _, ok := err.(usageError); ok {
+		return 2
+	}
+	return 1
 }
 
 // usageError marks a bad command line, as opposed to a failed job.

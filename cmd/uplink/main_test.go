@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestBinaryEntersBubble builds the real uplink binary and runs a small
@@ -183,6 +188,17 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--transport", "tcp", "--knob", "idle-restart=maybe"}, "knob idle-restart"},
 	}
 	checkUsageErrors(t, cases)
+}
+
+// TestExitStatus: a sweep stopped by a signal exits 128 plus its number,
+// however the error is wrapped; a usage error 2, any other error 1.
+func TestExitStatus(t *testing.T) {
+	require.Equal(t, 0, exitStatus(nil))
+	require.Equal(t, 130, exitStatus(fmt.Errorf("validate: %w", interruptedError{syscall.SIGINT})))
+	require.Equal(t, 143, exitStatus(fmt.Errorf("run: %w", interruptedError{syscall.SIGTERM})))
+	require.Equal(t, 2, exitStatus(usageError{errors.New("--jobs")}))
+	require.Equal(t, 1, exitStatus(errors.New("a cell failed")))
+	require.Equal(t, "interrupted; the records written so far are complete", interruptedError{os.Interrupt}.Error())
 }
 
 // usageCase is a command line that must fail as a usage error (exit 2)
