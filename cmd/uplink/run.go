@@ -6,14 +6,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
@@ -31,56 +27,51 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // sweepRun is uplink run; with sp it runs nothing and hands sp the
 // flags and the sweep's cells instead (uplink slurm).
 func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("uplink run", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	armsS := fs.String("arm", "whole", "arms, comma-separated, run side by side: any name of the catalogue (uplink run --list-arms)")
-	listArms := fs.Bool("list-arms", false, "list the arms (catalogue name, published name, report name, policy) and exit")
-	verify := fs.Bool("verify", false, "rebuild the payload at every complete receiver (decoding coded arms) and record how many matched")
-	nodes := fs.Int("nodes", 60, "number of nodes")
-	degree := fs.Int("degree", 20, "dial-graph degree (random connected regular graph)")
-	payloadS := fs.String("payload", "1MiB", "payload size")
-	netS := fs.String("net", "home", "scenario: "+strings.Join(netmodel.ScenarioNames(), ", "))
-	latency := fs.String("latency", "geo", "latency model: geo, fixed:50ms, uniform:20ms,100ms")
-	profilesS := fs.String("profile", defaultProfiles, "profiles, comma-separated, run side by side: "+strings.Join(cell.ProfileNames(), ", "))
-	transport := fs.String("transport", "quic", "transport: quic, or tcp (uplink's TCP model with TLS and yamux; see the tcp, cc and pacing knobs)")
-	seedsS := fs.String("seeds", "7", "seeds: 7, 7-16 or 7,9,11")
-	out := fs.String("out", "", "append one JSON record per cell run to this file (JSON Lines)")
-	perNode := fs.Bool("per-node", false, "include per-node rows in the records")
-	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
-	windowS := fs.String("window", "8s", "observation window after the publish")
-	deadlineS := fs.String("deadline", "3s", "budget for rate@deadline")
-	knobs := fs.StringArray("knob", nil, "override a profile knob, name=value (repeatable); see --list-knobs")
-	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value: Dlazy, gossip-factor, history-gossip, gossip-retransmission, flood-publish")
-	upQ := fs.String("uplink-qdisc", "", "shorthand for --knob uplink-qdisc=SPEC: a queues spec, or a mix: pie@30%;fq_codel (the rest plain fq_codel) or pie@30% (the rest keep each profile's own); uplink run --list-qdiscs")
-	qdiscFile := fs.String("qdisc-file", "", `per-node queue assignment, JSON: {"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}, "downlink": {...}}; a default such as pie@30% leaves the other nodes on the profile's assignment`)
-	downQ := fs.String("downlink-qdisc", "", "shorthand for --knob downlink-qdisc=SPEC (as --uplink-qdisc)")
-	topo := fs.String("topology", "", "replay a topology draw exported as JSON (replaces --nodes, --degree, --net, --latency)")
-	exportTopo := fs.String("export-topology", "", "write the first seed's topology draw as JSON to this file and exit")
-	listKnobs := fs.Bool("list-knobs", false, "list the profile knobs with their help and their value in every profile, and exit")
-	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
-	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell is fastest; run cells in parallel with --jobs)")
-	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
-	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
-	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
-	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
-	memS := fs.String("mem", "", memHelp)
-	shardS := fs.String("shard", "", shardHelp)
-	listCells := fs.Bool("list-cells", false, listCellsHelp)
-	skipDone := fs.Bool("skip-done", false, "leave out the cells whose key the --out file already holds (records of this uplink version, read as validate reads its cache), so a rerun runs only what is missing")
-	profDir := fs.String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) its heap at the end of the delivery, and the heap at the delivery's largest live heap (polled every 0.5 s of wall time) into this folder")
-	warmupS := fs.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) streams:SIZE (SIZE each way over a dummy stream on every connection, all at once; the report's warm cells used 320KiB) or streams-seq:SIZE (the same, each node's connections in turn)")
-	drainGapS := fs.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
-	wireEnc := fs.String("wire-encoding", "snappy", "how each gossip message goes on the wire: snappy (the study's gossip encoder: snappy-compressed, the whole message carrying the mainnet-like payload) or raw (the units sent uncompressed, the whole message as random bytes)")
-	backgroundS := fs.String("background", "", "background load: SIZE@INTERVAL, e.g. 64KiB@100ms: a random node publishes SIZE every INTERVAL on the cell's topic")
-	bgLeadS := fs.String("background-lead", "2s", "how long the background load runs before the measured publish")
-	quiet := fs.Bool("quiet", false, quietHelp)
-	progressEvery := fs.Duration("progress-every", cell.DefaultProgressEvery, progressEveryHelp)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
+	g := newFlagGroups("run", "Runs gossipsub cells: every arm, profile and seed in its own process, --jobs at once, and prints\ntheir completion times (README.md, Quick start).", stdout,
+		groupCell, groupNet, groupProtocol, groupOutput, groupPerf)
+	var common commonFlags
+	common.register(g, commonDefaults{
+		seeds: "7", seedsHelp: "seeds: 7, 7-16 or 7,9,11; each runs every arm on every profile", seedsRequired: true,
+		knobOrder: "applied in order to every --profile, before --uplink-qdisc and --downlink-qdisc",
+	})
+	cf := g.group(groupCell)
+	armsS := cf.String("arm", "whole", "arms, comma-separated, run side by side: any name of the catalogue (uplink run --list-arms)")
+	listArms := cf.Bool("list-arms", false, "list the arms (catalogue name, published name, report name, policy) and exit")
+	nodes := cf.Int("nodes", 60, "number of nodes")
+	degree := cf.Int("degree", 20, "dial-graph degree (random connected regular graph)")
+	payloadS := cf.String("payload", "1MiB", "payload size")
+	profilesS := cf.String("profile", defaultProfiles, "profiles, comma-separated, run side by side: "+strings.Join(cell.ProfileNames(), ", "))
+	windowS := cf.String("window", "8s", "observation window after the publish")
+	deadlineS := cf.String("deadline", "3s", "budget for rate@deadline")
+	warmupS := cf.String("warmup", "", "warm-up before the measured publish: payload (one payload of the cell's shape, diffused first) streams:SIZE (SIZE each way over a dummy stream on every connection, all at once; the report's warm cells used 320KiB) or streams-seq:SIZE (the same, each node's connections in turn)")
+	drainGapS := cf.String("drain-gap", "0s", "quiet time between the end of the warm-up and the measured publish")
+	backgroundS := cf.String("background", "", "background load: SIZE@INTERVAL, e.g. 64KiB@100ms: a random node publishes SIZE every INTERVAL on the cell's topic")
+	bgLeadS := cf.String("background-lead", "2s", "how long the background load runs before the measured publish")
+	verify := cf.Bool("verify", false, "rebuild the payload at every complete receiver (decoding coded arms) and record how many matched")
+
+	nf := g.group(groupNet)
+	netS := nf.String("net", "home", "scenario: "+strings.Join(netmodel.ScenarioNames(), ", "))
+	latency := nf.String("latency", "geo", "latency model: geo, fixed:50ms, uniform:20ms,100ms")
+	topo := nf.String("topology", "", "replay a topology draw exported as JSON (replaces --nodes, --degree, --net, --latency)")
+	exportTopo := nf.String("export-topology", "", "write the first seed's topology draw as JSON to this file and exit")
+	upQ := nf.String("uplink-qdisc", "", "shorthand for --knob uplink-qdisc=SPEC: a queues spec, or a mix: pie@30%;fq_codel (the rest plain fq_codel) or pie@30% (the rest keep each profile's own); uplink run --list-qdiscs")
+	downQ := nf.String("downlink-qdisc", "", "shorthand for --knob downlink-qdisc=SPEC (as --uplink-qdisc)")
+	qdiscFile := nf.String("qdisc-file", "", `per-node queue assignment, JSON: {"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}, "downlink": {...}}; a default such as pie@30% leaves the other nodes on the profile's assignment`)
+	listKnobs := nf.Bool("list-knobs", false, "list the profile knobs with their help and their value in every profile, and exit")
+	listQdiscs := nf.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
+
+	transport := g.group(groupProtocol).String("transport", "quic", "transport: quic, or tcp (uplink's TCP model with TLS and yamux; see the tcp, cc and pacing knobs)")
+
+	of := g.group(groupOutput)
+	out := of.String("out", "", "append one JSON record per cell run to this file (JSON Lines)")
+	skipDone := of.Bool("skip-done", false, "leave out the cells whose key the --out file already holds (records of this uplink version, read as validate reads its cache), so a rerun runs only what is missing")
+	perNode := of.Bool("per-node", false, "include per-node rows in the records")
+
+	profDir := g.group(groupPerf).String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) its heap at the end of the delivery, and the heap at the delivery's largest live heap (polled every 0.5 s of wall time) into this folder")
+	if help, err := g.parse(args, stderr); help || err != nil {
+		return err
 	}
+	fs := g.fs
 	if sp != nil {
 		sp.flags = fs
 	}
@@ -115,10 +106,11 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("run: unexpected argument %q", fs.Arg(0))}
 	}
-	seeds, err := parseSeeds(*seedsS)
+	set, err := common.check()
 	if err != nil {
-		return usageError{fmt.Errorf("--seeds: %w", err)}
+		return err
 	}
+	seeds := set.seeds
 	if err := flagCount("nodes", *nodes, 2, des.MaxNodes); err != nil && *topo == "" {
 		return err
 	}
@@ -137,9 +129,6 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := flagCount("jobs", *jobs, 1, maxJobs); err != nil {
-		return err
-	}
 	warmup, err := parseWarmup(*warmupS, *drainGapS)
 	if err != nil {
 		return err
@@ -156,24 +145,11 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		}
 		armList = append(armList, a)
 	}
-	enc, err := arms.ParseEncoding(*wireEnc)
-	if err != nil {
-		return usageError{fmt.Errorf("--wire-encoding: %w", err)}
-	}
 	base := cell.Config{
-		Encoding: enc,
+		Encoding: set.encoding,
 		Verify:   *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
 		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: buildVersion(),
-		Gossip: cell.StudyGossip(), SetupQuantum: des.Time(*setupQuantum),
-	}
-	for _, kv := range *gossip {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return usageError{fmt.Errorf("--gossip %q: want name=value", kv)}
-		}
-		if err := base.Gossip.Set(k, v); err != nil {
-			return usageError{fmt.Errorf("--gossip: %w", err)}
-		}
+		Gossip: set.gossip, SetupQuantum: set.setupQuantum,
 	}
 	if *qdiscFile != "" {
 		f, err := os.Open(*qdiscFile)
@@ -200,7 +176,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	} else {
 		// Check the topology parameters here, with the flag names, once
 		// a cell of this size is known to fit.
-		if err := checkMemory([]cell.Config{base}, 1, *memS); err != nil {
+		if err := checkMemory([]cell.Config{base}, 1, set.mem); err != nil {
 			return err
 		}
 		if err := netmodel.CheckDraw(*nodes, *degree, *latency, *netS); err != nil {
@@ -225,7 +201,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{fmt.Errorf("--profile: %w", err)}
 		}
-		if err := p.SetKnobs(*knobs); err != nil {
+		if err := p.SetKnobs(set.knobs); err != nil {
 			return usageError{fmt.Errorf("--knob: %w", err)}
 		}
 		// After the knobs, as if the last of them.
@@ -245,28 +221,15 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if err := flagCount("setup-procs", *setupProcs, 1, maxProcs); err != nil {
-		return err
-	}
-	if err := checkSetupQuantum(*setupQuantum); err != nil {
-		return err
-	}
-	if err := checkProgressEvery(*progressEvery); err != nil {
-		return err
-	}
 	for i := range jobsList {
-		jobsList[i].SetupProcs = *setupProcs
+		jobsList[i].SetupProcs = set.setupProcs
 	}
 	if *profDir != "" {
 		if err := os.MkdirAll(*profDir, 0o755); err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
-	env, err := cellEnv(*procs, *gogc, *memLimit)
-	if err != nil {
-		return err
-	}
-	jobsList, listed, err := shardCells(jobsList, shardOpts{*shardS, *listCells, sp}, stdout)
+	jobsList, listed, err := shardCells(jobsList, shardOpts{set.shard, set.listCells, sp}, stdout)
 	if err != nil || listed {
 		return err
 	}
@@ -287,53 +250,17 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		}
 		jobsList = todo
 	}
-	if err := checkCells(jobsList, *jobs, *memS); err != nil {
+	if err := checkCells(jobsList, set.run.jobs, set.mem); err != nil {
 		return err
 	}
-	recs, err := runCells(jobsList, runOpts{jobs: *jobs, out: *out, env: env, profDir: *profDir, quiet: *quiet, progressEvery: *progressEvery}, stderr)
+	o := set.run
+	o.out, o.profDir = *out, *profDir
+	recs, err := runCells(jobsList, o, stderr)
 	printTable(stdout, recs)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
-}
-
-// shardHelp and listCellsHelp describe --shard and --list-cells (run and
-// validate).
-const (
-	shardHelp     = "run only shard I of N of the sweep's cells (I from 0 to N-1): a cost-balanced, deterministic subset, e.g. 0/4; give each shard its own records file"
-	listCellsHelp = "print the sweep's cells (after --shard) with their keys and estimated wall time and memory, and exit"
-)
-
-// setupQuantumHelp describes --setup-quantum (run and validate).
-const setupQuantumHelp = "fidelity setting: during setup (hosts, dial, mesh formation) real code sees the network only at multiples of this, e.g. 1ms, so setup runs on --setup-procs cores; every latency seen in setup is rounded up to it; 0 keeps setup exact. Recorded as setup_quantum_s"
-
-// checkSetupQuantum rejects a --setup-quantum outside [0, cell.MaxSetupQuantum].
-func checkSetupQuantum(q time.Duration) error {
-	if q < 0 || des.Time(q) > cell.MaxSetupQuantum {
-		return usageError{fmt.Errorf("--setup-quantum %v: want 0 (exact setup) up to %v, such as 1ms", q, time.Duration(cell.MaxSetupQuantum))}
-	}
-	return nil
-}
-
-// cellEnv is the environment of the cell processes: GOMAXPROCS, GOGC and
-// the soft memory limit ("" for none).
-func cellEnv(procs, gogc int, memLimit string) ([]string, error) {
-	if err := checkGOGC(gogc); err != nil {
-		return nil, err
-	}
-	if err := flagCount("gomaxprocs", procs, 1, maxProcs); err != nil {
-		return nil, err
-	}
-	env := append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs), fmt.Sprintf("GOGC=%d", gogc))
-	if memLimit != "" {
-		b, err := flagSize("memlimit", memLimit, 64<<20, des.MaxBytes)
-		if err != nil {
-			return nil, err
-		}
-		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", b))
-	}
-	return env, nil
 }
 
 // checkGOGC refuses a --gogc the collector would read as off (negative)

@@ -8,14 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/pflag"
-
 	"github.com/uplinksim/uplink/des"
-	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/sweep"
 	"github.com/uplinksim/uplink/validate"
@@ -30,44 +26,38 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 // sweepValidate is uplink validate; with sp it runs nothing and hands
 // sp the flags and the sweep's cells instead (uplink slurm).
 func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("uplink validate", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	table := fs.String("table", "", "the reference table to replay (--list-tables)")
-	listTables := fs.Bool("list-tables", false, "list the reference tables: what each holds, its rows, the cells, seeds and runs of its replay and their estimated core-hours (with --nodes, --seeds, --arm, --backend, --transport applied), and exit")
-	study := fs.String("study", "", "run a study of an open question instead of a table (--list-studies)")
-	listStudies := fs.Bool("list-studies", false, "list the studies with their questions and exit")
-	seedsS := fs.String("seeds", "", "replace the table's seeds: 7, 7-16 or 7,9,11")
-	nodes := fs.Int("nodes", 0, "replace the table's node count (a shrunk replay is indicative only)")
-	armsS := fs.String("arm", "", "only these arms, comma-separated (any catalogue name)")
-	backendsS := fs.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux (a difference between two columns is replayed when both are selected)")
-	transportsS := fs.String("transport", "", "only the columns over these transports, comma-separated: quic, tcp")
-	cache := fs.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
-	reuse := fs.StringArray("reuse", nil, "also reuse finished cells from this records file or quoted glob pattern, read only (repeatable; a later file wins for a cell in several, --cache over all), e.g. another table's cache or 'records/validate-*.jsonl'")
-	fresh := fs.Bool("fresh", false, "ignore the records already in --cache and --reuse (they stay in the files)")
-	anyVersion := fs.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
-	dryRun := fs.Bool("dry-run", false, "print what would run and exit")
-	cachedOnly := fs.Bool("cached-only", false, "run nothing: compare the records already in --cache (a cell with none prints as not run), e.g. while a long replay is still going")
-	reportDir := fs.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
-	jobs := fs.Int("jobs", 2, "cells run in parallel, one process each")
-	gossip := fs.StringArray("gossip", nil, "override a gossipsub knob the study leaves open, name=value (as uplink run)")
-	wireEnc := fs.String("wire-encoding", "snappy", "how each gossip message goes on the wire: snappy (the study's) or raw (as uplink run)")
-	knobs := fs.StringArray("knob", nil, "override a profile knob in every cell, name=value (repeatable; after a table column's own queue, before a study variant's knobs), e.g. router-start=before-dial")
-	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery")
-	setupProcs := fs.Int("setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials")
-	setupQuantum := fs.Duration("setup-quantum", 0, setupQuantumHelp)
-	gogc := fs.Int("gogc", 400, "GOGC of each cell process")
-	memLimit := fs.String("memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB)")
-	memS := fs.String("mem", "", memHelp)
-	shardS := fs.String("shard", "", shardHelp)
-	listCells := fs.Bool("list-cells", false, listCellsHelp)
-	quiet := fs.Bool("quiet", false, quietHelp)
-	progressEvery := fs.Duration("progress-every", cell.DefaultProgressEvery, progressEveryHelp)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
+	g := newFlagGroups("validate", "Replays a reference table of the study's report (--table) or runs a study of one of its open\nquestions (--study) on uplink, and compares (docs/validation.md).", stdout,
+		groupReplay, groupCell, groupNet, groupProtocol, groupOutput, groupPerf)
+	var common commonFlags
+	common.register(g, commonDefaults{
+		seeds: "", seedsHelp: "replace the table's or study's seeds: 7, 7-16 or 7,9,11 (default: its own)",
+		knobOrder: "after a table column's own queue, before a study variant's knobs, e.g. router-start=before-dial",
+	})
+	rf := g.group(groupReplay)
+	table := rf.String("table", "", "the reference table to replay (--list-tables)")
+	listTables := rf.Bool("list-tables", false, "list the reference tables: what each holds, its rows, the cells, seeds and runs of its replay and their estimated core-hours (with --nodes, --seeds, --arm, --backend, --transport applied), and exit")
+	study := rf.String("study", "", "run a study of an open question instead of a table (--list-studies)")
+	listStudies := rf.Bool("list-studies", false, "list the studies with their questions and exit")
+	backendsS := rf.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux (a difference between two columns is replayed when both are selected)")
+	dryRun := rf.Bool("dry-run", false, "print what would run and exit")
+
+	cf := g.group(groupCell)
+	nodes := cf.Int("nodes", 0, "replace the table's node count (a shrunk replay is indicative only)")
+	armsS := cf.String("arm", "", "only these arms, comma-separated (any catalogue name)")
+
+	transportsS := g.group(groupProtocol).String("transport", "", "only the columns over these transports, comma-separated: quic, tcp")
+
+	of := g.group(groupOutput)
+	cache := of.String("cache", "", "records file: finished cells are appended and reused by a rerun (default validate-TABLE.jsonl)")
+	reuse := of.StringArray("reuse", nil, "also reuse finished cells from this records file or quoted glob pattern, read only (repeatable; a later file wins for a cell in several, --cache over all), e.g. another table's cache or 'records/validate-*.jsonl'")
+	fresh := of.Bool("fresh", false, "ignore the records already in --cache and --reuse (they stay in the files)")
+	anyVersion := of.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
+	cachedOnly := of.Bool("cached-only", false, "run nothing: compare the records already in --cache (a cell with none prints as not run), e.g. while a long replay is still going")
+	reportDir := of.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
+	if help, err := g.parse(args, stderr); help || err != nil {
+		return err
 	}
+	fs := g.fs
 	if sp != nil {
 		sp.flags = fs
 	}
@@ -86,32 +76,14 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	if !*listTables && (*table == "") == (*study == "") {
 		return usageError{fmt.Errorf("validate: give --table (one of: %s) or --study (one of: %s)", strings.Join(validate.Tables(), ", "), strings.Join(validate.StudyNames(), ", "))}
 	}
-	if err := flagCount("jobs", *jobs, 1, maxJobs); err != nil {
-		return err
-	}
-	if err := flagCount("setup-procs", *setupProcs, 1, maxProcs); err != nil {
-		return err
-	}
-	if err := checkSetupQuantum(*setupQuantum); err != nil {
-		return err
-	}
-	if err := checkProgressEvery(*progressEvery); err != nil {
+	set, err := common.check()
+	if err != nil {
 		return err
 	}
 	// Per-node rows feed the report's CDFs.
 	ver := buildVersion()
-	enc, err := arms.ParseEncoding(*wireEnc)
-	if err != nil {
-		return usageError{fmt.Errorf("--wire-encoding: %w", err)}
-	}
-	o := validate.PlanOptions{N: *nodes, Base: cell.Config{Gossip: cell.StudyGossip(), Version: ver, PerNode: true, SetupQuantum: des.Time(*setupQuantum), Encoding: enc}}
-	if *seedsS != "" {
-		s, err := parseSeeds(*seedsS)
-		if err != nil {
-			return usageError{fmt.Errorf("--seeds: %w", err)}
-		}
-		o.Seeds = s
-	}
+	o := validate.PlanOptions{N: *nodes, Seeds: set.seeds, Knobs: set.knobs,
+		Base: cell.Config{Gossip: set.gossip, Version: ver, PerNode: true, SetupQuantum: set.setupQuantum, Encoding: set.encoding}}
 	if *nodes != 0 {
 		if err := flagCount("nodes", *nodes, 2, des.MaxNodes); err != nil {
 			return usageError{fmt.Errorf("--nodes %d: want 2 to %d, or 0 for the table's", *nodes, des.MaxNodes)}
@@ -126,26 +98,8 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	if *transportsS != "" {
 		o.Transports = splitList(*transportsS)
 	}
-	for _, kv := range *gossip {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return usageError{fmt.Errorf("--gossip %q: want name=value", kv)}
-		}
-		if err := o.Base.Gossip.Set(k, v); err != nil {
-			return usageError{fmt.Errorf("--gossip: %w", err)}
-		}
-	}
-	o.Knobs = *knobs
-	probe, _ := cell.LookupProfile("harness")
-	if err := probe.SetKnobs(o.Knobs); err != nil {
-		return usageError{fmt.Errorf("--knob: %w", err)}
-	}
 	if *listTables {
 		return printTables(stdout, o)
-	}
-	env, err := cellEnv(*procs, *gogc, *memLimit)
-	if err != nil {
-		return err
 	}
 	// check makes every check of the cells to run before any starts
 	// (also with --dry-run); with --cached-only nothing runs.
@@ -153,19 +107,21 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		if *cachedOnly {
 			return nil
 		}
-		return checkCells(todo, *jobs, *memS)
+		return checkCells(todo, set.run.jobs, set.mem)
 	}
 	runner := func(cfgs []cell.Config, records map[string]*cell.Record) error {
 		if *cachedOnly {
 			return nil
 		}
-		return runMissing(cfgs, records, *setupProcs, runOpts{jobs: *jobs, out: *cache, outFlag: "--cache", env: env, quiet: *quiet, progressEvery: *progressEvery}, stderr)
+		ro := set.run
+		ro.out, ro.outFlag = *cache, "--cache"
+		return runMissing(cfgs, records, set.setupProcs, ro, stderr)
 	}
 	if *study != "" {
 		if *cache == "" {
 			*cache = "study-" + *study + ".jsonl"
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, shardOpts{*shardS, *listCells, sp}, check, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -186,7 +142,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	for _, c := range plan.Cells {
 		groups = append(groups, c.Configs)
 	}
-	all, todo, listed, err := sweepRuns(groups, records, shardOpts{*shardS, *listCells, sp}, stdout)
+	all, todo, listed, err := sweepRuns(groups, records, shardOpts{set.shard, set.listCells, sp}, stdout)
 	if err != nil || listed {
 		return err
 	}
