@@ -109,19 +109,56 @@ func ParseQuantity(s string, units []Unit) (float64, error) {
 // 50Mbit/s), within [MinRate, MaxRate]. A fraction of a bit/s is rounded
 // to the nearest.
 func ParseRate(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	lower := strings.ToLower(t)
-	for _, suf := range []string{"/s", "ps"} {
-		if strings.HasSuffix(lower, suf) {
-			t = t[:len(t)-len(suf)]
-			break
-		}
-	}
-	v, err := ParseQuantity(t, RateUnits)
+	v, err := ParseQuantity(trimPerSecond(s), RateUnits)
 	if err != nil {
 		return 0, fmt.Errorf("rate %w, such as 50Mbit or 1Gbit", err)
 	}
 	return CheckRate(s, v)
+}
+
+// trimPerSecond strips a rate's "ps" or "/s" and the spaces around it.
+func trimPerSecond(s string) string {
+	t := strings.TrimSpace(s)
+	lower := strings.ToLower(t)
+	for _, suf := range []string{"/s", "ps"} {
+		if strings.HasSuffix(lower, suf) {
+			return t[:len(t)-len(suf)]
+		}
+	}
+	return t
+}
+
+// ErrNoRateUnit is the error of ParseRateUnit for a rate without a unit.
+var ErrNoRateUnit = errors.New("give a unit")
+
+// ParseRateUnit reads a rate as ParseRate does, but refuses a plain
+// number (2000000, 2000000/s) with an error that wraps ErrNoRateUnit and
+// writes the same rate with its unit: on a command line a bare number is
+// as likely meant in Mbit/s as in bit/s. (Records and profile knobs write
+// rates as plain bit/s, and ParseRate reads them back.)
+func ParseRateUnit(s string) (int64, error) {
+	v, err := ParseFinite(trimPerSecond(s))
+	if err != nil {
+		return ParseRate(s)
+	}
+	if r, err := CheckRate(s, v); err == nil {
+		return 0, fmt.Errorf("%q: %w, such as %s (bit/s)", s, ErrNoRateUnit, compactRate(r))
+	}
+	return 0, fmt.Errorf("%q: %w, such as 50Mbit or 1Gbit (bit/s; want %s to %s)", s, ErrNoRateUnit, FormatRate(MinRate), FormatRate(MaxRate))
+}
+
+// compactRate writes a rate as a flag takes it, with the largest decimal
+// unit that keeps it whole: 2Mbit, 1500kbit.
+func compactRate(r int64) string {
+	for _, u := range []struct {
+		name string
+		f    int64
+	}{{"Tbit", 1e12}, {"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}} {
+		if r >= u.f && r%u.f == 0 {
+			return fmt.Sprintf("%d%s", r/u.f, u.name)
+		}
+	}
+	return fmt.Sprintf("%dbit", r)
 }
 
 // CheckRate checks a rate of v bit/s read from s.

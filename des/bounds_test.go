@@ -26,6 +26,33 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
+// TestParseRateUnit: a rate with a unit reads as ParseRate reads it; a
+// plain number (also per second) is refused, the error wrapping
+// ErrNoRateUnit and naming the rate with its unit when it is in range.
+func TestParseRateUnit(t *testing.T) {
+	for in, want := range map[string]int64{"50Mbit": 50e6, "50Mbps": 50e6, "2000000bit": 2e6, "1.5Gbit/s": 15e8, " 100 Mbit ": 1e8} {
+		got, err := ParseRateUnit(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for in, want := range map[string]string{
+		"2000000":   `"2000000": give a unit, such as 2Mbit (bit/s)`,
+		"1500000/s": `"1500000/s": give a unit, such as 1500kbit (bit/s)`,
+		"8001":      `"8001": give a unit, such as 8001bit (bit/s)`,
+		"1e9":       `"1e9": give a unit, such as 1Gbit (bit/s)`,
+		"5":         `"5": give a unit, such as 50Mbit or 1Gbit (bit/s; want 8 kbit/s to 10 Tbit/s)`,
+	} {
+		_, err := ParseRateUnit(in)
+		require.ErrorIs(t, err, ErrNoRateUnit, in)
+		require.EqualError(t, err, want, in)
+	}
+	for _, in := range []string{"", "NaN", "Inf", "fast", "7999bit", "-1Mbit"} {
+		_, err := ParseRateUnit(in)
+		require.Error(t, err, in)
+		require.NotErrorIs(t, err, ErrNoRateUnit, in)
+	}
+}
+
 func TestParseBytes(t *testing.T) {
 	v, err := ParseBytes("1MiB", DecimalBytes, 1, MaxBytes)
 	require.NoError(t, err)
