@@ -222,12 +222,22 @@ func checkUsageErrors(t *testing.T, cases []usageCase) {
 }
 
 func TestParseUnits(t *testing.T) {
-	rates := map[string]int64{"50Mbit": 50e6, "1Gbit": 1e9, "100kbit": 1e5, "2000000": 2e6, "1.5Gbps": 15e8}
+	rates := map[string]int64{"50Mbit": 50e6, "1Gbit": 1e9, "100kbit": 1e5, "2000000bit": 2e6, "1.5Gbps": 15e8}
 	for s, want := range rates {
 		if got, err := flagRate("rate", s); err != nil || got != want {
 			t.Errorf("flagRate(%q) = %d, %v; want %d", s, got, err, want)
 		}
 	}
+	// A rate flag needs its unit; a knob's rate, written by records as
+	// plain bit/s, does not.
+	checkUsageErrors(t, []usageCase{
+		{[]string{"bulk", "--rate", "2000000"}, `uplink: --rate "2000000": give a unit, such as 2Mbit (bit/s)` + "\n"},
+		{[]string{"bulk", "--host-rate", "10000000000/s"}, `--host-rate "10000000000/s": give a unit, such as 10Gbit (bit/s)`},
+		{[]string{"bulk", "--rate", "50Mbit/h"}, `--rate: rate "50Mbit/h"`},
+	})
+	cells := planCells(t, "run", "--knob", "host-rate=2000000", "--profile", "harness")
+	require.Equal(t, int64(2e6), cells[0].Profile.HostRate)
+	require.Equal(t, "2000000", cells[0].Profile.Knobs()["host-rate"])
 	fr := map[string]float64{"0.5%": 0.005, "0.25%": 0.0025, "0.01": 0.01, "0": 0}
 	for s, want := range fr {
 		if got, err := flagFraction("loss", s); err != nil || got != want {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,10 +29,14 @@ func flagErr(flag string, err error) error {
 	return usageError{fmt.Errorf("--%s: %w", flag, err)}
 }
 
-// flagRate reads a rate flag in bit/s (des.ParseRate).
+// flagRate reads a rate flag in bit/s, which must carry its unit
+// (des.ParseRateUnit): --rate 2000000 is refused, naming 2Mbit.
 func flagRate(flag, v string) (int64, error) {
-	r, err := des.ParseRate(v)
-	if err != nil {
+	r, err := des.ParseRateUnit(v)
+	switch {
+	case errors.Is(err, des.ErrNoRateUnit):
+		return 0, usageError{fmt.Errorf("--%s %w", flag, err)}
+	case err != nil:
 		return 0, flagErr(flag, err)
 	}
 	return r, nil
