@@ -46,6 +46,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	reproducible := fs.Bool("reproducible", false, "bit-for-bit reproducible run: GOMAXPROCS=1 and crypto/rand seeded from --seed (needs a binary built with -ldflags=-X=testing.testBinary=1)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
+	backend := fs.String("backend", "uplink", "the network: uplink (uplink's model) or simnet (github.com/marcopolo/simnet v0.0.7, the study's harness network: QUIC only, its own FQ-CoDel and one-MTU token bucket on every link, no loss, no --qdisc, --host-rate or --block-sends)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -136,6 +137,16 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	if *block {
 		cfg.SendMode = netmodel.BlockWhenFull
 	}
+	switch *backend {
+	case "uplink":
+	case bulk.BackendSimnet:
+		if err := checkSimnetBulk(fs, cfg, *block, *reproducible); err != nil {
+			return usageError{err}
+		}
+		cfg.Backend = bulk.BackendSimnet
+	default:
+		return usageError{fmt.Errorf("--backend %q: valid backends are: uplink, %s", *backend, bulk.BackendSimnet)}
+	}
 
 	var opts []bubble.Option
 	if *reproducible {
@@ -152,7 +163,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopProfile() // on a panic; its error is then lost
-	fmt.Fprintf(stderr, "bulk: %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, *tcpPreset), cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
+	fmt.Fprintf(stderr, "bulk: %s on %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, *tcpPreset), *backend, cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
 	var res bulk.Result
 	start := time.Now()
 	err = bubble.Run(func(*testing.T) error {
@@ -170,6 +181,26 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	}
 	printBulk(stdout, cfg, res, wall)
 	return profErr
+}
+
+// checkSimnetBulk refuses, with --backend simnet, the flags whose settings
+// simnet does not model: --transport tcp, a loss, queue disciplines, a host
+// stage, blocking sends, and --reproducible (simnet hashes its flows with a
+// random seed and runs a goroutine per link).
+func checkSimnetBulk(fs *pflag.FlagSet, cfg bulk.Config, block, reproducible bool) error {
+	switch {
+	case cfg.Transport != "quic":
+		return fmt.Errorf("--backend simnet carries datagrams only: drop --transport %s", cfg.Transport)
+	case cfg.Loss != 0:
+		return errors.New("--backend simnet has no random loss: drop --loss")
+	case fs.Changed("qdisc") || fs.Changed("host-rate"):
+		return errors.New("--backend simnet has its own FQ-CoDel on every link and no host stage: drop --qdisc and --host-rate")
+	case block:
+		return errors.New("--backend simnet's sockets never block a write: drop --block-sends")
+	case reproducible:
+		return errors.New("--backend simnet is not reproducible (random flow hashing, a goroutine per link): drop --reproducible")
+	}
+	return nil
 }
 
 // tcpConfig is the TCP model of --tcp preset with the --cc and --pacing
@@ -245,6 +276,13 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 	} else {
 		row("quic packets sent", "%d", r.PacketsSent)
 		row("quic packets lost (retx)", "%d", r.PacketsLost)
+	}
+	if cfg.Backend == bulk.BackendSimnet {
+		// simnet counts the datagrams its endpoints wrote, in UDP payload
+		// bytes, and nothing of its queues.
+		row("network datagrams", "%d (%.1f MiB of UDP payload)", r.NetPackets, float64(r.NetBytes)/(1<<20))
+		row("wall time", "%.3f s", wall.Seconds())
+		return
 	}
 	row("network packets", "%d (%.1f MiB)", r.NetPackets, float64(r.NetBytes)/(1<<20))
 	row("drops: loss/queue/sockbuf", "%d / %d / %d", r.LossDrops, r.QueueDrops, r.SockDrops)

@@ -50,3 +50,45 @@ func TestBinaryBulkTCP(t *testing.T) {
 		t.Fatalf("stderr does not describe the TCP model: %q", stderr.String())
 	}
 }
+
+// TestBulkSimnetFlagErrors: --backend simnet refuses the flags whose
+// settings simnet does not model, each with an error naming the flag.
+func TestBulkSimnetFlagErrors(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{[]string{"bulk", "--backend", "ns3"}, `--backend "ns3": valid backends are: uplink, simnet`},
+		{[]string{"bulk", "--backend", "simnet", "--transport", "tcp"}, "--backend simnet carries datagrams only: drop --transport tcp"},
+		{[]string{"bulk", "--backend", "simnet", "--loss", "1%"}, "drop --loss"},
+		{[]string{"bulk", "--backend", "simnet", "--qdisc", "up=pie"}, "drop --qdisc and --host-rate"},
+		{[]string{"bulk", "--backend", "simnet", "--host-rate", "1Gbit"}, "drop --qdisc and --host-rate"},
+		{[]string{"bulk", "--backend", "simnet", "--block-sends"}, "drop --block-sends"},
+		{[]string{"bulk", "--backend", "simnet", "--reproducible"}, "drop --reproducible"},
+	})
+}
+
+// TestBinaryBulkSimnet: the uplink binary runs a 1 MiB QUIC transfer on
+// simnet and prints simnet's datagram count instead of uplink's queues.
+func TestBinaryBulkSimnet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := buildUplink(t)
+	cmd := exec.Command(bin, "bulk", "--backend", "simnet", "--rate", "50Mbit", "--rtt", "40ms", "--bytes", "1MiB")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("uplink bulk --backend simnet: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"received                     1048576 bytes", "sha256", "quic packets sent", "network datagrams"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "queue delay") || strings.Contains(out, "model events") {
+		t.Fatalf("a simnet run printed uplink's queue or event counters:\n%s", out)
+	}
+	if !strings.Contains(stderr.String(), "quic on simnet") {
+		t.Fatalf("stderr does not name the backend: %q", stderr.String())
+	}
+	t.Logf("%s", out)
+}

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/queues"
 	"github.com/uplinksim/uplink/transports/quic"
+	"github.com/uplinksim/uplink/transports/simnet"
 	"github.com/uplinksim/uplink/transports/tcp"
 	"github.com/uplinksim/uplink/transports/udp"
 )
@@ -29,14 +31,23 @@ import (
 // flow: QUIC (quic-go on virtual UDP) or TCP (uplink's TCP model). Rate,
 // latency and loss apply in both directions, like netem on loopback.
 type Config struct {
-	Transport string   // "quic" or "tcp"
-	Rate      int64    // bit/s on every uplink and downlink; 0: unlimited
-	RTT       des.Time // round-trip propagation delay, split evenly
-	Loss      float64  // per packet, per direction
-	Duration  des.Time // send for this long (when Bytes is 0)
-	Bytes     int64    // each flow sends exactly this many bytes, then closes
-	Flows     int      // parallel connections; 0: 1
-	Seed      uint64
+	Transport string // "quic" or "tcp"
+	// Backend is the network the transfer runs on: "" for uplink's model,
+	// or BackendSimnet for github.com/marcopolo/simnet v0.0.7 (the study's
+	// harness network; transports/simnet): QUIC only, every link an
+	// FQ-CoDel and a one-MTU token bucket at Rate, RTT split evenly, no
+	// loss, no queue, host stage or send-mode choice. Its nodes have one
+	// socket each, so every flow's connection shares node 0's one quic-go
+	// transport (and one simnet FQ-CoDel bucket: the flows have the same
+	// address pair).
+	Backend  string
+	Rate     int64    // bit/s on every uplink and downlink; 0: unlimited
+	RTT      des.Time // round-trip propagation delay, split evenly
+	Loss     float64  // per packet, per direction
+	Duration des.Time // send for this long (when Bytes is 0)
+	Bytes    int64    // each flow sends exactly this many bytes, then closes
+	Flows    int      // parallel connections; 0: 1
+	Seed     uint64
 	// Queue discipline specs (queues.New) of every uplink, every downlink,
 	// and of a host stage in front of every uplink ("" for none) drained at
 	// HostRate.
@@ -82,7 +93,19 @@ type Result struct {
 	FastRecoveries, RTOs          uint64
 }
 
+// BackendSimnet is Config.Backend for simnet.
+const BackendSimnet = "simnet"
+
 func (c *Config) defaults() error {
+	switch c.Backend {
+	case "":
+	case BackendSimnet:
+		if err := c.checkSimnet(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("bulk: backend %q not supported (valid: \"\" for uplink's model, %s)", c.Backend, BackendSimnet)
+	}
 	switch c.Transport {
 	case "quic":
 		if c.TCP != nil {
@@ -110,6 +133,9 @@ func (c *Config) defaults() error {
 	if c.Flows < 0 || c.Flows > 1000 {
 		return fmt.Errorf("bulk: %d flows: want 1 to 1000", c.Flows)
 	}
+	if c.Backend == BackendSimnet {
+		return nil
+	}
 	if c.UpQdisc == "" {
 		c.UpQdisc = "pfifo:limit=1000"
 	}
@@ -122,12 +148,34 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// checkSimnet refuses what simnet cannot model: any transport but QUIC,
+// loss, an unlimited rate, queue disciplines, a host stage and blocking
+// sends.
+func (c *Config) checkSimnet() error {
+	switch {
+	case c.Transport != "quic":
+		return fmt.Errorf("bulk: backend simnet carries datagrams only: transport %q, want quic", c.Transport)
+	case c.Loss != 0:
+		return errors.New("bulk: backend simnet has no random loss")
+	case c.Rate == 0:
+		return errors.New("bulk: backend simnet has no unlimited link: give a rate")
+	case c.UpQdisc != "" || c.DownQdisc != "" || c.HostQdisc != "":
+		return errors.New("bulk: backend simnet has its own FQ-CoDel on every link: no queue disciplines or host stage")
+	case c.SendMode != netmodel.NeverBlock:
+		return errors.New("bulk: backend simnet's sockets never block a write")
+	}
+	return nil
+}
+
 // Run performs the transfer. It must run inside a synctest bubble (entered
 // by the command, or synctest.Test in a test); every goroutine it starts
 // has ended when it returns.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return Result{}, err
+	}
+	if cfg.Backend == BackendSimnet {
+		return runSimnet(ctx, cfg)
 	}
 	live, n, err := newNetwork(cfg)
 	if err != nil {
@@ -138,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Transport == "tcp" {
 		return runTCP(ctx, cfg, live, n)
 	}
-	return runQUIC(ctx, cfg, live, n)
+	return runUplinkQUIC(ctx, cfg, live, n)
 }
 
 // newNetwork builds the two nodes and their queues.
@@ -207,7 +255,7 @@ type flowTable struct {
 // hashing them (fixed-size transfers); at EOF it records the virtual time
 // and the hash. A read error is recorded for fixed-size transfers only
 // (timed transfers end by closing the connections).
-func (ft *flowTable) receive(live *des.Live, r io.Reader, f int, cfg Config) {
+func (ft *flowTable) receive(now func() des.Time, r io.Reader, f int, cfg Config) {
 	h := sha256.New()
 	buf := make([]byte, 64<<10)
 	for {
@@ -220,7 +268,7 @@ func (ft *flowTable) receive(live *des.Live, r io.Reader, f int, cfg Config) {
 		ft.mu.Unlock()
 		if err == io.EOF {
 			ft.mu.Lock()
-			ft.flows[f].at = live.Now()
+			ft.flows[f].at = now()
 			copy(ft.flows[f].sum[:], h.Sum(nil))
 			ft.mu.Unlock()
 			return
@@ -242,7 +290,7 @@ func (ft *flowTable) receive(live *des.Live, r io.Reader, f int, cfg Config) {
 // awaitFlows waits for the senders, then for the receivers to see every
 // byte (a fixed-size transfer) or for the deadline (a timed one), and fills
 // in what the flows measured.
-func awaitFlows(live *des.Live, cliWG *sync.WaitGroup, cliErrs []error, srvWG *sync.WaitGroup, ft *flowTable, cfg Config, start, deadline des.Time) (Result, error) {
+func awaitFlows(now func() des.Time, cliWG *sync.WaitGroup, cliErrs []error, srvWG *sync.WaitGroup, ft *flowTable, cfg Config, start, deadline des.Time) (Result, error) {
 	cliWG.Wait()
 	for _, err := range cliErrs {
 		if err != nil {
@@ -252,7 +300,7 @@ func awaitFlows(live *des.Live, cliWG *sync.WaitGroup, cliErrs []error, srvWG *s
 	var res Result
 	if cfg.Bytes > 0 {
 		srvWG.Wait()
-	} else if d := deadline - live.Now(); d > 0 {
+	} else if d := deadline - now(); d > 0 {
 		time.Sleep(d.Duration())
 	}
 	if err := ft.finish(&res, cfg, start); err != nil {
@@ -310,20 +358,114 @@ func collect(res *Result, cfg Config, live *des.Live, n *netmodel.Network) {
 	res.CoreWakes = live.Wakes()
 }
 
-// runQUIC runs the flows over quic-go, one connection and one stream each.
-func runQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network) (Result, error) {
+// quicEnds are a QUIC transfer's two ends on some network: the server's
+// socket, a dialer that opens flow f's connection to it, and the clock.
+type quicEnds struct {
+	srv  net.PacketConn
+	dial func(ctx context.Context, f int, conf *quicgo.Config) (*quicgo.Conn, error)
+	now  func() des.Time
+}
+
+// runUplinkQUIC runs the flows over quic-go on uplink's model, each flow on
+// a socket of its own on node 0, and adds the model's counters.
+func runUplinkQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network) (Result, error) {
 	st := udp.NewStack(live, n)
 	srvConn, err := st.Listen(1, 4433, cfg.SendMode)
 	if err != nil {
 		return Result{}, err
 	}
 	defer srvConn.Close()
+	var cleanup []func() error
+	defer func() {
+		for _, c := range slices.Backward(cleanup) {
+			c()
+		}
+	}()
+	ends := quicEnds{
+		srv: srvConn,
+		now: live.Now,
+		dial: func(ctx context.Context, _ int, conf *quicgo.Config) (*quicgo.Conn, error) {
+			pc, err := st.Listen(0, 0, cfg.SendMode)
+			if err != nil {
+				return nil, err
+			}
+			cleanup = append(cleanup, pc.Close)
+			tr, conn, err := quic.Dial(ctx, pc, srvConn.LocalAddr(), quic.ClientTLS(), conf)
+			if err != nil {
+				return nil, err
+			}
+			cleanup = append(cleanup, tr.Close)
+			return conn, nil
+		},
+	}
+	res, err := runQUIC(ctx, cfg, ends)
+	if err != nil {
+		return Result{}, err
+	}
+	collect(&res, cfg, live, n)
+	return res, nil
+}
+
+// simnetPort is both nodes' UDP port on simnet.
+const simnetPort = 4433
+
+// runSimnet runs the flows over quic-go on simnet: node 0's one socket
+// carries every flow through one quic-go transport. The counters are
+// simnet's: the datagrams and UDP payload bytes the endpoints wrote.
+func runSimnet(ctx context.Context, cfg Config) (Result, error) {
+	nw, err := simnet.New(simnet.Config{
+		Up:     []int64{cfg.Rate, cfg.Rate},
+		Down:   []int64{cfg.Rate, cfg.Rate},
+		OneWay: func(int, int) des.Time { return cfg.RTT / 2 },
+		Port:   simnetPort,
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("bulk: %w", err)
+	}
+	cli := &quicgo.Transport{Conn: nw.Conn(0)}
+	// The endpoints close first: their reads end, so the transports'
+	// closes find their read loops ended.
+	defer cli.Close()
+	defer nw.Close()
+	epoch := time.Now()
+	ends := quicEnds{
+		srv: nw.Conn(1),
+		now: func() des.Time { return des.Time(time.Since(epoch)) },
+		dial: func(ctx context.Context, _ int, conf *quicgo.Config) (*quicgo.Conn, error) {
+			c, err := cli.Dial(ctx, nw.Addr(1), quic.ClientTLS(), conf)
+			if err != nil {
+				return nil, fmt.Errorf("quic: dial %v: %w", nw.Addr(1), err)
+			}
+			return c, nil
+		},
+	}
+	res, err := runQUIC(ctx, cfg, ends)
+	if err != nil {
+		return Result{}, err
+	}
+	if d := nw.Dropped(); d > 0 {
+		return Result{}, fmt.Errorf("bulk: simnet dropped %d packets for an unknown destination", d)
+	}
+	if res.Elapsed > 0 {
+		res.GoodputBps = float64(res.BytesReceived) * 8 / res.Elapsed.Seconds()
+	}
+	for i := range nw.Len() {
+		s := nw.Stats(i)
+		res.NetPackets += uint64(s.PacketsSent)
+		res.NetBytes += uint64(s.BytesSent)
+	}
+	return res, nil
+}
+
+// runQUIC runs the flows over quic-go between ends, one connection and one
+// stream each; the connections are closed when it returns.
+func runQUIC(ctx context.Context, cfg Config, ends quicEnds) (Result, error) {
 	tlsConf, err := quic.ServerTLS()
 	if err != nil {
 		return Result{}, err
 	}
 	qconf := &quicgo.Config{MaxIdleTimeout: 30 * time.Second}
-	srvTr, ln, err := quic.Listen(srvConn, tlsConf, qconf)
+	srvTr, ln, err := quic.Listen(ends.srv, tlsConf, qconf)
 	if err != nil {
 		return Result{}, err
 	}
@@ -354,36 +496,35 @@ func runQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Networ
 				if _, err := io.ReadFull(str, id[:]); err != nil || int(id[0]) >= cfg.Flows {
 					return
 				}
-				ft.receive(live, str, int(id[0]), cfg)
+				ft.receive(ends.now, str, int(id[0]), cfg)
 			}()
 		}
 	}()
 
 	// The clients.
-	start := live.Now()
+	start := ends.now()
 	deadline := start + cfg.Duration
-	conns := make([]*quicgo.Conn, cfg.Flows)
+	conns := make([]*quicgo.Conn, 0, cfg.Flows)
+	defer func() {
+		for _, c := range conns {
+			c.CloseWithError(0, "done")
+		}
+	}()
 	var cliWG sync.WaitGroup
 	cliErrs := make([]error, cfg.Flows)
 	for f := range cfg.Flows {
-		pc, err := st.Listen(0, 0, cfg.SendMode)
+		conn, err := ends.dial(ctx, f, qconf)
 		if err != nil {
 			return Result{}, err
 		}
-		defer pc.Close()
-		tr, conn, err := quic.Dial(ctx, pc, srvConn.LocalAddr(), quic.ClientTLS(), qconf)
-		if err != nil {
-			return Result{}, err
-		}
-		defer tr.Close()
-		conns[f] = conn
+		conns = append(conns, conn)
 		cliWG.Add(1)
 		go func() {
 			defer cliWG.Done()
-			cliErrs[f] = sendFlow(live, conn, f, cfg, deadline)
+			cliErrs[f] = sendFlow(ends.now, conn, f, cfg, deadline)
 		}()
 	}
-	res, err := awaitFlows(live, &cliWG, cliErrs, &srvWG, ft, cfg, start, deadline)
+	res, err := awaitFlows(ends.now, &cliWG, cliErrs, &srvWG, ft, cfg, start, deadline)
 	if err != nil {
 		return Result{}, err
 	}
@@ -395,7 +536,6 @@ func runQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Networ
 	}
 	ln.Close()
 	srvWG.Wait()
-	collect(&res, cfg, live, n)
 	return res, nil
 }
 
@@ -471,7 +611,7 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 				if _, err := io.ReadFull(conn, id[:]); err != nil || int(id[0]) >= cfg.Flows {
 					return
 				}
-				ft.receive(live, conn, int(id[0]), cfg)
+				ft.receive(live.Now, conn, int(id[0]), cfg)
 			}()
 		}
 	}()
@@ -489,7 +629,7 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 		cliWG.Add(1)
 		go func() {
 			defer cliWG.Done()
-			if err := writeFlow(live, conn, f, cfg, deadline); err != nil {
+			if err := writeFlow(live.Now, conn, f, cfg, deadline); err != nil {
 				cliErrs[f] = err
 				return
 			}
@@ -500,7 +640,7 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 			}
 		}()
 	}
-	res, err := awaitFlows(live, &cliWG, cliErrs, &srvWG, ft, cfg, start, deadline)
+	res, err := awaitFlows(live.Now, &cliWG, cliErrs, &srvWG, ft, cfg, start, deadline)
 	if err != nil {
 		return Result{}, err
 	}
@@ -518,12 +658,12 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 
 // sendFlow writes flow f's data on a new stream of conn, which it closes
 // after a fixed-size transfer.
-func sendFlow(live *des.Live, conn *quicgo.Conn, f int, cfg Config, deadline des.Time) error {
+func sendFlow(now func() des.Time, conn *quicgo.Conn, f int, cfg Config, deadline des.Time) error {
 	str, err := conn.OpenStreamSync(context.Background())
 	if err != nil {
 		return fmt.Errorf("bulk: flow %d: open stream: %w", f, err)
 	}
-	if err := writeFlow(live, str, f, cfg, deadline); err != nil {
+	if err := writeFlow(now, str, f, cfg, deadline); err != nil {
 		return err
 	}
 	if cfg.Bytes > 0 {
@@ -541,7 +681,7 @@ type flowWriter interface {
 // writeFlow writes the flow's id byte, then exactly cfg.Bytes of seeded
 // pseudo-random data (checked by hash), or one random chunk over and over
 // until the deadline.
-func writeFlow(live *des.Live, w flowWriter, f int, cfg Config, deadline des.Time) error {
+func writeFlow(now func() des.Time, w flowWriter, f int, cfg Config, deadline des.Time) error {
 	if _, err := w.Write([]byte{byte(f)}); err != nil {
 		return fmt.Errorf("bulk: flow %d: write: %w", f, err)
 	}
@@ -549,7 +689,7 @@ func writeFlow(live *des.Live, w flowWriter, f int, cfg Config, deadline des.Tim
 	chunk := make([]byte, 64<<10)
 	var sent int64
 	for cfg.Bytes <= 0 || sent < cfg.Bytes {
-		if cfg.Bytes <= 0 && live.Now() >= deadline {
+		if cfg.Bytes <= 0 && now() >= deadline {
 			break
 		}
 		k := int64(len(chunk))
@@ -560,7 +700,7 @@ func writeFlow(live *des.Live, w flowWriter, f int, cfg Config, deadline des.Tim
 			fillRandom(rng, chunk[:k])
 		}
 		if cfg.Bytes <= 0 {
-			w.SetWriteDeadline(time.Now().Add((deadline - live.Now()).Duration()))
+			w.SetWriteDeadline(time.Now().Add((deadline - now()).Duration()))
 		}
 		n, err := w.Write(chunk[:k])
 		sent += int64(n)
