@@ -114,6 +114,10 @@ type Config struct {
 	// it returns once every other goroutine of the bubble is durably
 	// blocked. Run refuses to start without it.
 	Wait func() `json:"-"`
+	// Backend is the network the cell runs on: "" for uplink's model (left
+	// out of the key), or BackendSimnet for github.com/marcopolo/simnet
+	// v0.0.7 (QUIC, the harness profile's network knobs; checkBackend).
+	Backend string `json:",omitempty"`
 	// routers, for tests of the phase router: routerByArm, routerPhase
 	// (every node runs the phase router, with no policy for stock arms), or
 	// routerMixed (odd nodes run the stock router, even ones the arm's).

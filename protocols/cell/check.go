@@ -47,6 +47,9 @@ func (c Config) Check() error {
 	if err := c.checkQdiscs(n); err != nil {
 		return err
 	}
+	if err := c.checkBackend(); err != nil {
+		return err
+	}
 	return c.checkTransport()
 }
 

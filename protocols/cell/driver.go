@@ -23,6 +23,7 @@ import (
 	"github.com/uplinksim/uplink/protocols/partial"
 	"github.com/uplinksim/uplink/protocols/phase"
 	"github.com/uplinksim/uplink/queues"
+	"github.com/uplinksim/uplink/transports/simnet"
 	"github.com/uplinksim/uplink/transports/tcp"
 	"github.com/uplinksim/uplink/transports/udp"
 )
@@ -95,7 +96,8 @@ type driver struct {
 	upSpecs, downSpecs []string // each node's queue disciplines
 	sim                *des.Sim
 	live               *des.Live
-	nw                 *netmodel.Network
+	nw                 *netmodel.Network // nil on simnet
+	sn                 *simnet.Network   // the simnet backend's network; nil on uplink's model
 	newHost            func(i int) (host.Host, error)
 	ctx                context.Context
 	cancel             context.CancelFunc
@@ -281,6 +283,9 @@ func (d *driver) network() error {
 	if d.graph, err = d.draw.Graph(); err != nil {
 		return fmt.Errorf("cell: graph: %w", err)
 	}
+	if cfg.Backend == BackendSimnet {
+		return d.networkSimnet()
+	}
 	n := d.draw.N
 	p := &cfg.Profile
 	d.sim = des.NewSim()
@@ -356,7 +361,7 @@ func (d *driver) network() error {
 		d.newHost = func(i int) (host.Host, error) { return newTCPHost(st, i, cfg.Seed) }
 	default:
 		st := udp.NewStack(d.live, d.nw)
-		d.newHost = func(i int) (host.Host, error) { return newQUICHost(st, i, cfg.Seed, p.sendMode()) }
+		d.newHost = func(i int) (host.Host, error) { return newQUICHost(udpListener(st, i, p.sendMode()), i, cfg.Seed) }
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	return nil
@@ -742,8 +747,12 @@ func (d *driver) verify() error {
 	return nil
 }
 
-// unblock makes every socket of the network stop blocking its writers.
+// unblock makes every socket of the network stop blocking its writers
+// (simnet's never block).
 func (d *driver) unblock() {
+	if d.nw == nil {
+		return
+	}
 	d.live.Lock()
 	d.nw.Unblock()
 	d.live.Unlock()
@@ -788,6 +797,9 @@ func (d *driver) teardown() (err error) {
 		}
 	}
 	err = d.closeHosts()
+	if d.sn != nil {
+		d.sn.Close()
+	}
 	d.m.wEnd = des.WallNow()
 	if d.liveStarted {
 		d.live.Stop()
@@ -916,6 +928,10 @@ func (d *driver) snapshot(what reading) (*view, error) {
 	if what == readMeshes {
 		return v, nil
 	}
+	if d.sn != nil {
+		d.readSimnet(v, what)
+		return v, nil
+	}
 	copyStats := func(s *queues.Stats) *queues.Stats { c := *s; return &c }
 	d.live.Lock()
 	defer d.live.Unlock()
@@ -948,7 +964,7 @@ func (d *driver) record() *Record {
 		Warmup: cfg.Warmup.String(), WarmupGapS: cfg.Warmup.Gap.Seconds(),
 		Background: cfg.Background.String(), BackgroundLeadS: cfg.Background.Lead.Seconds(),
 		BTimeoutS: cfg.BTimeout.Seconds(), BFixed: cfg.BFixed,
-		Transport: cfg.Transport, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
+		Transport: cfg.Transport, Backend: cfg.Backend, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
 		SetupQuantumS: cfg.SetupQuantum.Seconds(),
 	}
 	if cfg.Topology != nil {
@@ -956,6 +972,9 @@ func (d *driver) record() *Record {
 		rec.N, rec.NSize, rec.Degree, rec.Net, rec.Latency = draw.N, draw.N, draw.Degree, draw.Scenario, draw.Model
 	}
 	rec.UpQdiscs, rec.DownQdiscs = countSpecs(d.upSpecs), countSpecs(d.downSpecs)
+	if cfg.Backend == BackendSimnet {
+		rec.NotModelled = SimnetNotModelled
+	}
 	rec.Phases = Phases{
 		Hosts:    (m.wDial - m.w0).Seconds(),
 		Dial:     (m.wMesh - m.wDial).Seconds(),

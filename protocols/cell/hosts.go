@@ -147,9 +147,22 @@ func (s sourceIP) PreferredSourceIPForDestination(*net.UDPAddr) (net.IP, error) 
 	return net.IP(s), nil
 }
 
-// newQUICHost builds a go-libp2p host for node i whose QUIC transport runs
-// on uplink's virtual UDP, with cheapOptions and virtualOnly.
-func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (host.Host, error) {
+// udpListener is how node i's QUIC transport opens its UDP socket at
+// addr on uplink's virtual UDP (st), in mode.
+func udpListener(st *udp.Stack, i int, mode netmodel.SendMode) func(addr *net.UDPAddr) (net.PacketConn, error) {
+	ip := net.IP(netmodel.NodeAddr(i).AsSlice())
+	return func(addr *net.UDPAddr) (net.PacketConn, error) {
+		if !addr.IP.Equal(ip) {
+			return nil, fmt.Errorf("node %d: listen on %v, not the node's address %v", i, addr, ip)
+		}
+		return st.Listen(i, uint16(addr.Port), mode)
+	}
+}
+
+// newQUICHost builds a go-libp2p host for node i whose QUIC transport
+// opens its UDP socket with listen (quicreuse's ListenUDP override), with
+// cheapOptions and virtualOnly.
+func newQUICHost(listen func(addr *net.UDPAddr) (net.PacketConn, error), i int, seed uint64) (host.Host, error) {
 	priv, err := hostKey(seed, i)
 	if err != nil {
 		return nil, err
@@ -169,10 +182,7 @@ func newQUICHost(st *udp.Stack, i int, seed uint64, mode netmodel.SendMode) (hos
 			return sourceIP(ip), nil
 		}),
 		quicreuse.OverrideListenUDP(func(_ string, addr *net.UDPAddr) (net.PacketConn, error) {
-			if !addr.IP.Equal(ip) {
-				return nil, fmt.Errorf("node %d: listen on %v, not the node's address %v", i, addr, ip)
-			}
-			return st.Listen(i, uint16(addr.Port), mode)
+			return listen(addr)
 		}),
 	)
 	h, err := libp2p.New(append([]libp2p.Option{

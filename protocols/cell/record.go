@@ -187,6 +187,12 @@ type Record struct {
 	Background      string  `json:"background,omitempty"`
 	BackgroundLeadS float64 `json:"background_lead_s,omitempty"`
 
+	// Backend is the network the cell ran on: absent for uplink's model,
+	// BackendSimnet for simnet; NotModelled lists what that backend does
+	// not model (SimnetNotModelled).
+	Backend     string   `json:"backend,omitempty"`
+	NotModelled []string `json:"not_modelled,omitempty"`
+
 	Profile    string            `json:"profile"`
 	Knobs      map[string]string `json:"knobs"`
 	UpQdiscs   map[string]int    `json:"uplink_qdiscs"`
