@@ -88,7 +88,7 @@ func (g *flagGroups) printUsage(w io.Writer) {
 type commonFlags struct {
 	seeds                              string
 	knobs, gossip                      []string
-	wireEncoding                       string
+	wireEncoding, network              string
 	jobs, gomaxprocs, setupProcs, gogc int
 	setupQuantum, progressEvery        time.Duration
 	memLimit, mem, shard               string
@@ -112,8 +112,15 @@ type commonDefaults struct {
 const (
 	shardHelp     = "run only shard I of N of the sweep's cells (I from 0 to N-1): a cost-balanced, deterministic subset, e.g. 0/4; give each shard its own records file"
 	listCellsHelp = "print the sweep's cells (after --shard) with their keys and estimated wall time and memory, and exit"
+	networkHelp   = "network the cells run on: uplink (uplink's own model) or simnet (go-libp2p's simnet, github.com/marcopolo/simnet, the study's harness network: QUIC only, the harness profile's network knobs, no --qdisc-file, no --setup-quantum; its records list what it does not model)"
 	// setupQuantumHelp describes --setup-quantum.
 	setupQuantumHelp = "fidelity setting: during setup (hosts, dial, mesh formation) real code sees the network only at multiples of this, e.g. 1ms, so setup runs on --setup-procs cores; every latency seen in setup is rounded up to it; 0 keeps setup exact. Recorded as setup_quantum_s"
+)
+
+// The values of --network.
+const (
+	networkUplink = "uplink"
+	networkSimnet = "simnet"
 )
 
 // register defines the common flags under their headings.
@@ -121,6 +128,7 @@ func (c *commonFlags) register(g *flagGroups, d commonDefaults) {
 	c.seedsRequired = d.seedsRequired
 	g.group(groupCell).StringVar(&c.seeds, "seeds", d.seeds, d.seedsHelp)
 
+	g.group(groupNet).StringVar(&c.network, "network", networkUplink, networkHelp)
 	g.group(groupNet).StringArrayVar(&c.knobs, "knob", nil, "override a profile knob in every cell, name=value (repeatable; uplink run --list-knobs lists them with each profile's value); "+d.knobOrder)
 
 	proto := g.group(groupProtocol)
@@ -150,6 +158,7 @@ type sweepSettings struct {
 	knobs        []string // checked against a profile
 	gossip       cell.Gossip
 	encoding     arms.Encoding
+	backend      string // cell.Config.Backend: "" or cell.BackendSimnet
 	setupQuantum des.Time
 	setupProcs   int
 	mem          string
@@ -168,6 +177,13 @@ func (c *commonFlags) check() (sweepSettings, error) {
 			return s, usageError{fmt.Errorf("--seeds: %w", err)}
 		}
 		s.seeds = seeds
+	}
+	switch c.network {
+	case networkUplink:
+	case networkSimnet:
+		s.backend = cell.BackendSimnet
+	default:
+		return s, usageError{fmt.Errorf("--network %q: want %s or %s", c.network, networkUplink, networkSimnet)}
 	}
 	s.knobs = c.knobs
 	probe, err := cell.LookupProfile("harness")

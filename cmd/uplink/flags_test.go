@@ -61,7 +61,7 @@ func TestCommonFlags(t *testing.T) {
 			require.Equal(t, f.Usage, r.Usage, f.Name)
 		}
 	})
-	require.ElementsMatch(t, []string{"seeds", "knob", "gossip", "wire-encoding", "list-cells", "quiet", "progress-every",
+	require.ElementsMatch(t, []string{"seeds", "network", "knob", "gossip", "wire-encoding", "list-cells", "quiet", "progress-every",
 		"jobs", "shard", "mem", "gomaxprocs", "setup-procs", "setup-quantum", "gogc", "memlimit"}, names)
 
 	checkUsageErrors(t, []usageCase{

@@ -149,7 +149,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		Encoding: set.encoding,
 		Verify:   *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
 		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: buildVersion(),
-		Gossip: set.gossip, SetupQuantum: set.setupQuantum,
+		Gossip: set.gossip, SetupQuantum: set.setupQuantum, Backend: set.backend,
 	}
 	if *qdiscFile != "" {
 		f, err := os.Open(*qdiscFile)
@@ -305,6 +305,18 @@ func medianOf(vs []*float64) *float64 {
 	return &m
 }
 
+// tableProfile is a record's profile column: the profile, followed by the
+// network when it is not uplink's own (harness/simnet), so that rows and
+// medians of two networks never mix.
+func tableProfile(r *cell.Record) string {
+	if r.Backend == "" {
+		return r.Profile
+	}
+	return r.Profile + "/" + r.Backend
+}
+
+// printTable writes a row per record and the medians across seeds of each
+// arm and profile.
 func printTable(w io.Writer, recs []*cell.Record) {
 	if !slices.ContainsFunc(recs, func(r *cell.Record) bool { return r != nil }) {
 		return // nothing ran (an error says why)
@@ -317,12 +329,13 @@ func printTable(w io.Writer, recs []*cell.Record) {
 		if r == nil {
 			continue
 		}
-		key := r.Arm + "\t" + r.Profile
+		profile := tableProfile(r)
+		key := r.Arm + "\t" + profile
 		if _, ok := byProfile[key]; !ok {
 			order = append(order, key)
 		}
 		byProfile[key] = append(byProfile[key], r)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.0f\t\n", r.Arm, r.Profile, r.Seed,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.0f\t\n", r.Arm, profile, r.Seed,
 			fmtS(r.P50S), fmtS(r.P90S), fmtS(r.P99S), fmtS(r.LastS), r.RateK, r.RateN, r.Dups,
 			float64(r.PubBytes)/(1<<20), r.WallS, float64(r.MaxRSSKB)/1024)
 	}
