@@ -305,6 +305,34 @@ func (h *Histogram) Mean() des.Time {
 // Max is the largest duration added.
 func (h *Histogram) Max() des.Time { return h.max }
 
+// HistogramBucket is one bucket of a Histogram: Count durations d with
+// Lower < d <= Upper (the first bucket holds 0 <= d <= 1 µs; the last
+// holds every longer duration, its Upper raised to the largest seen).
+type HistogramBucket struct {
+	Lower, Upper des.Time
+	Count        uint64
+}
+
+// Buckets returns the buckets that hold at least one duration, shortest
+// first; their counts add up to Count.
+func (h *Histogram) Buckets() []HistogramBucket {
+	var bs []HistogramBucket
+	for i, n := range h.counts {
+		if n == 0 {
+			continue
+		}
+		b := HistogramBucket{Upper: histUpper(i), Count: n}
+		if i > 0 {
+			b.Lower = histUpper(i - 1)
+		}
+		if i == histBuckets-1 {
+			b.Upper = max(b.Upper, h.max)
+		}
+		bs = append(bs, b)
+	}
+	return bs
+}
+
 // Quantile returns the upper bound of the bucket holding quantile q in
 // [0, 1], capped at the largest duration seen; 0 when empty.
 func (h *Histogram) Quantile(q float64) des.Time {

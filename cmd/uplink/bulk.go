@@ -45,6 +45,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
 	reproducible := fs.Bool("reproducible", false, "bit-for-bit reproducible run: GOMAXPROCS=1 and crypto/rand seeded from --seed (needs a binary built with -ldflags=-X=testing.testBinary=1)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	outPath := fs.String("out", "", "write a JSON record of the run to this file: the configuration, every figure printed, the queues' delay histograms and the flows (docs/records.md)")
 	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
 	backend := fs.String("backend", "uplink", "the network: uplink (uplink's model) or simnet (github.com/marcopolo/simnet v0.0.7, the study's harness network: QUIC only, its own FQ-CoDel and one-MTU token bucket on every link, no loss, no --qdisc, --host-rate or --block-sends)")
 	if err := fs.Parse(args); err != nil {
@@ -180,6 +181,14 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("bulk: %w", err)
 	}
 	printBulk(stdout, cfg, res, wall)
+	if *outPath != "" {
+		if err := writeBulkRecord(*outPath, newBulkRecord(res, *tcpPreset, wall)); err != nil {
+			if profErr != nil {
+				return fmt.Errorf("--out: %w; %v", err, profErr)
+			}
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
 	return profErr
 }
 

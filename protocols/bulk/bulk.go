@@ -68,8 +68,26 @@ type QueueReport struct {
 	Stats queues.Stats
 }
 
+// FlowReport is what one flow measured.
+type FlowReport struct {
+	Bytes int64 // application bytes received
+	// Elapsed is the virtual time from the first byte written to the
+	// flow's last read (fixed-size transfers), or Duration.
+	Elapsed    des.Time
+	GoodputBps float64 // Bytes ×8 / the run's Elapsed (Result.FlowGoodput)
+	// The sender's counters: QUIC packets sent and declared lost, or TCP
+	// segments sent and retransmitted, fast recoveries and retransmission
+	// timeouts.
+	PacketsSent, PacketsLost      uint64
+	SegmentsSent, SegmentsRetrans uint64
+	FastRecoveries, RTOs          uint64
+}
+
 // Result is what a transfer measured.
 type Result struct {
+	// Config is the configuration the transfer ran with, defaults filled
+	// in.
+	Config        Config
 	Elapsed       des.Time // virtual time from the first byte written to the last read (or Duration)
 	BytesReceived int64
 	GoodputBps    float64 // application bytes received ×8 / Elapsed, all flows
@@ -91,6 +109,8 @@ type Result struct {
 	// retransmission timeouts, over all flows.
 	SegmentsSent, SegmentsRetrans uint64
 	FastRecoveries, RTOs          uint64
+
+	Flows []FlowReport // in flow order; their counters add up to the totals
 }
 
 // BackendSimnet is Config.Backend for simnet.
@@ -174,19 +194,31 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return Result{}, err
 	}
-	if cfg.Backend == BackendSimnet {
-		return runSimnet(ctx, cfg)
+	var res Result
+	var err error
+	switch {
+	case cfg.Backend == BackendSimnet:
+		res, err = runSimnet(ctx, cfg)
+	default:
+		var live *des.Live
+		var n *netmodel.Network
+		live, n, err = newNetwork(cfg)
+		if err != nil {
+			return Result{}, err
+		}
+		live.Start()
+		defer live.Stop()
+		if cfg.Transport == "tcp" {
+			res, err = runTCP(ctx, cfg, live, n)
+		} else {
+			res, err = runUplinkQUIC(ctx, cfg, live, n)
+		}
 	}
-	live, n, err := newNetwork(cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	live.Start()
-	defer live.Stop()
-	if cfg.Transport == "tcp" {
-		return runTCP(ctx, cfg, live, n)
-	}
-	return runUplinkQUIC(ctx, cfg, live, n)
+	res.Config = cfg
+	return res, nil
 }
 
 // newNetwork builds the two nodes and their queues.
@@ -326,8 +358,14 @@ func (ft *flowTable) finish(res *Result, cfg Config, start des.Time) error {
 		res.Elapsed = cfg.Duration
 	}
 	for f := range ft.flows {
+		g := float64(ft.flows[f].received) * 8 / res.Elapsed.Seconds()
+		fr := FlowReport{Bytes: ft.flows[f].received, Elapsed: cfg.Duration, GoodputBps: g}
+		if cfg.Bytes > 0 {
+			fr.Elapsed = ft.flows[f].at - start
+		}
 		res.BytesReceived += ft.flows[f].received
-		res.FlowGoodput = append(res.FlowGoodput, float64(ft.flows[f].received)*8/res.Elapsed.Seconds())
+		res.FlowGoodput = append(res.FlowGoodput, g)
+		res.Flows = append(res.Flows, fr)
 	}
 	return nil
 }
@@ -528,10 +566,11 @@ func runQUIC(ctx context.Context, cfg Config, ends quicEnds) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	for _, c := range conns {
+	for f, c := range conns {
 		s := c.ConnectionStats()
 		res.PacketsSent += s.PacketsSent
 		res.PacketsLost += s.PacketsLost
+		res.Flows[f].PacketsSent, res.Flows[f].PacketsLost = s.PacketsSent, s.PacketsLost
 		c.CloseWithError(0, "done")
 	}
 	ln.Close()
@@ -644,12 +683,15 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 	if err != nil {
 		return Result{}, err
 	}
-	for _, c := range conns {
+	for f, c := range conns {
 		s := c.Stats()
 		res.SegmentsSent += s.SegsOut
 		res.SegmentsRetrans += s.Retransmits
 		res.FastRecoveries += s.FastRecoveries
 		res.RTOs += s.RTOs
+		fl := &res.Flows[f]
+		fl.SegmentsSent, fl.SegmentsRetrans = s.SegsOut, s.Retransmits
+		fl.FastRecoveries, fl.RTOs = s.FastRecoveries, s.RTOs
 	}
 	stop()
 	collect(&res, cfg, live, n)
