@@ -29,15 +29,7 @@ type BulkRecord struct {
 	GoodputBps    float64 `json:"goodput_bps"`
 	SHA256        string  `json:"sha256,omitempty"`
 
-	// QUIC: the senders' packets and those declared lost.
-	PacketsSent *uint64 `json:"quic_packets_sent,omitempty"`
-	PacketsLost *uint64 `json:"quic_packets_lost,omitempty"`
-	// TCP: the senders' segments, retransmissions, fast recoveries and
-	// retransmission timeouts.
-	SegmentsSent    *uint64 `json:"tcp_segments_sent,omitempty"`
-	SegmentsRetrans *uint64 `json:"tcp_segments_retransmitted,omitempty"`
-	FastRecoveries  *uint64 `json:"tcp_fast_recoveries,omitempty"`
-	RTOs            *uint64 `json:"tcp_rtos,omitempty"`
+	BulkCounters
 
 	NetPackets uint64 `json:"net_packets"`
 	NetBytes   uint64 `json:"net_bytes"`
@@ -127,15 +119,32 @@ type BulkBucketRecord struct {
 // BulkFlowRecord is one flow's figures; the TCP or QUIC counters are those
 // of the run's transport.
 type BulkFlowRecord struct {
-	Bytes           int64   `json:"bytes"`
-	ElapsedS        float64 `json:"elapsed_s"`
-	GoodputBps      float64 `json:"goodput_bps"`
-	PacketsSent     *uint64 `json:"quic_packets_sent,omitempty"`
-	PacketsLost     *uint64 `json:"quic_packets_lost,omitempty"`
+	Bytes      int64   `json:"bytes"`
+	ElapsedS   float64 `json:"elapsed_s"`
+	GoodputBps float64 `json:"goodput_bps"`
+	BulkCounters
+}
+
+// BulkCounters are the senders' transport counters, of a run or of one
+// flow; only those of the run's transport are present.
+type BulkCounters struct {
+	// QUIC: the senders' packets and those declared lost.
+	PacketsSent *uint64 `json:"quic_packets_sent,omitempty"`
+	PacketsLost *uint64 `json:"quic_packets_lost,omitempty"`
+	// TCP: the senders' segments, retransmissions, fast recoveries and
+	// retransmission timeouts.
 	SegmentsSent    *uint64 `json:"tcp_segments_sent,omitempty"`
 	SegmentsRetrans *uint64 `json:"tcp_segments_retransmitted,omitempty"`
 	FastRecoveries  *uint64 `json:"tcp_fast_recoveries,omitempty"`
 	RTOs            *uint64 `json:"tcp_rtos,omitempty"`
+}
+
+// newBulkCounters keeps the counters of the run's transport.
+func newBulkCounters(tcpRun bool, packetsSent, packetsLost, segsSent, segsRetrans, fastRec, rtos uint64) BulkCounters {
+	if tcpRun {
+		return BulkCounters{SegmentsSent: ptr(segsSent), SegmentsRetrans: ptr(segsRetrans), FastRecoveries: ptr(fastRec), RTOs: ptr(rtos)}
+	}
+	return BulkCounters{PacketsSent: ptr(packetsSent), PacketsLost: ptr(packetsLost)}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -183,11 +192,8 @@ func newBulkRecord(r bulk.Result, preset string, wall time.Duration) BulkRecord 
 	tcpRun := cfg.TCP != nil
 	if tcpRun {
 		rec.Config.TCP = newBulkTCPRecord(*cfg.TCP, preset)
-		rec.SegmentsSent, rec.SegmentsRetrans = ptr(r.SegmentsSent), ptr(r.SegmentsRetrans)
-		rec.FastRecoveries, rec.RTOs = ptr(r.FastRecoveries), ptr(r.RTOs)
-	} else {
-		rec.PacketsSent, rec.PacketsLost = ptr(r.PacketsSent), ptr(r.PacketsLost)
 	}
+	rec.BulkCounters = newBulkCounters(tcpRun, r.PacketsSent, r.PacketsLost, r.SegmentsSent, r.SegmentsRetrans, r.FastRecoveries, r.RTOs)
 	if cfg.Backend != bulk.BackendSimnet {
 		rec.LossDrops, rec.QueueDrops, rec.SockDrops = ptr(r.LossDrops), ptr(r.QueueDrops), ptr(r.SockDrops)
 		rec.Events, rec.CoreWakes = ptr(r.Events), ptr(r.CoreWakes)
@@ -200,14 +206,8 @@ func newBulkRecord(r bulk.Result, preset string, wall time.Duration) BulkRecord 
 		rec.Queues = append(rec.Queues, newBulkQueueRecord(q))
 	}
 	for _, f := range r.Flows {
-		fr := BulkFlowRecord{Bytes: f.Bytes, ElapsedS: f.Elapsed.Seconds(), GoodputBps: f.GoodputBps}
-		if tcpRun {
-			fr.SegmentsSent, fr.SegmentsRetrans = ptr(f.SegmentsSent), ptr(f.SegmentsRetrans)
-			fr.FastRecoveries, fr.RTOs = ptr(f.FastRecoveries), ptr(f.RTOs)
-		} else {
-			fr.PacketsSent, fr.PacketsLost = ptr(f.PacketsSent), ptr(f.PacketsLost)
-		}
-		rec.Flows = append(rec.Flows, fr)
+		rec.Flows = append(rec.Flows, BulkFlowRecord{Bytes: f.Bytes, ElapsedS: f.Elapsed.Seconds(), GoodputBps: f.GoodputBps,
+			BulkCounters: newBulkCounters(tcpRun, f.PacketsSent, f.PacketsLost, f.SegmentsSent, f.SegmentsRetrans, f.FastRecoveries, f.RTOs)})
 	}
 	return rec
 }
