@@ -3,6 +3,8 @@ package quic
 import (
 	"context"
 	"io"
+	"net"
+	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,37 +33,13 @@ func TestHandshakeTakesOneRTT(t *testing.T) {
 		live.Start()
 		defer live.Stop()
 		st := udp.NewStack(live, n)
-		sc, _ := st.Listen(1, 443, netmodel.NeverBlock)
+		stop, done := echoServer(t, st)
+		defer stop()
 		cc, _ := st.Listen(0, 0, netmodel.NeverBlock)
-		defer sc.Close()
 		defer cc.Close()
-		tlsConf, err := ServerTLS()
-		if err != nil {
-			t.Fatal(err)
-		}
-		str, ln, err := Listen(sc, tlsConf, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer str.Close()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c, err := ln.Accept(context.Background())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			s, err := c.AcceptStream(context.Background())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(s, s)
-			s.Close()
-		}()
+		sc := net.UDPAddrFromAddrPort(netip.AddrPortFrom(netmodel.NodeAddr(1), 443))
 		start := time.Now()
-		ctr, conn, err := Dial(context.Background(), cc, sc.LocalAddr(), ClientTLS(), nil)
+		ctr, conn, err := Dial(context.Background(), cc, sc, ClientTLS(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +62,6 @@ func TestHandshakeTakesOneRTT(t *testing.T) {
 			t.Fatalf("echo took %v, want about one RTT", el)
 		}
 		conn.CloseWithError(0, "")
-		ln.Close()
 		<-done
 	})
 }
