@@ -16,17 +16,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
 	ma "github.com/multiformats/go-multiaddr"
-	"github.com/quic-go/quic-go"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/fx"
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
@@ -429,37 +424,12 @@ func (c *splitConn) SetWriteDeadline(time.Time) error { return nil }
 func (c *splitConn) SetReadBuffer(int) error  { return nil }
 func (c *splitConn) SetWriteBuffer(int) error { return nil }
 
-// newSplitHost builds node i's go-libp2p QUIC host on partition p, with
-// the options of newQUICHost.
+// newSplitHost builds node i's go-libp2p QUIC host on partition p:
+// newQUICHost over the partition's connections.
 func newSplitHost(p *splitPartition, i int, seed uint64) (host.Host, error) {
-	priv, err := hostKey(seed, i)
-	if err != nil {
-		return nil, err
-	}
-	ip := net.IP(netmodel.NodeAddr(i).AsSlice())
-	reuse := libp2p.QUICReuse(
-		func(l fx.Lifecycle, srk quic.StatelessResetKey, tgk quic.TokenGeneratorKey, opts ...quicreuse.Option) (*quicreuse.ConnManager, error) {
-			cm, err := quicreuse.NewConnManager(srk, tgk, opts...)
-			if err != nil {
-				return nil, err
-			}
-			l.Append(fx.StopHook(cm.Close))
-			return cm, nil
-		},
-		quicreuse.OverrideSourceIPSelector(func() (quicreuse.SourceIPSelector, error) {
-			return sourceIP(ip), nil
-		}),
-		quicreuse.OverrideListenUDP(func(_ string, addr *net.UDPAddr) (net.PacketConn, error) {
-			return p.listen(netip.AddrPortFrom(netmodel.NodeAddr(i), uint16(addr.Port))), nil
-		}),
-	)
-	return libp2p.New(append([]libp2p.Option{
-		libp2p.Identity(priv),
-		libp2p.ListenAddrs(QUICAddr(i)),
-		libp2p.NoTransports,
-		libp2p.Transport(libp2pquic.NewTransport),
-		reuse,
-	}, append(cheapOptions(), virtualOnly(i)...)...)...)
+	return newQUICHost(func(addr *net.UDPAddr) (net.PacketConn, error) {
+		return p.listen(netip.AddrPortFrom(netmodel.NodeAddr(i), uint16(addr.Port))), nil
+	}, i, seed)
 }
 
 // splitNode is node i's work on the split network, on its host h. It
