@@ -15,14 +15,7 @@ import (
 // args (planned, not run).
 func commandFlags(t *testing.T, command string, args ...string) *pflag.FlagSet {
 	t.Helper()
-	var sp sweepPlan
-	var err error
-	switch command {
-	case "run":
-		err = sweepRun(args, &sp, io.Discard, io.Discard)
-	case "validate":
-		err = sweepValidate(args, &sp, io.Discard, io.Discard)
-	}
+	sp, err := planCommand(append([]string{command}, args...), io.Discard, io.Discard)
 	require.NoError(t, err)
 	require.NotNil(t, sp.flags)
 	return sp.flags

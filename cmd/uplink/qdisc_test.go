@@ -12,14 +12,7 @@ import (
 // args, without running them.
 func planCells(t *testing.T, command string, args ...string) []cell.Config {
 	t.Helper()
-	var sp sweepPlan
-	var err error
-	switch command {
-	case "run":
-		err = sweepRun(args, &sp, io.Discard, io.Discard)
-	case "validate":
-		err = sweepValidate(args, &sp, io.Discard, io.Discard)
-	}
+	sp, err := planCommand(append([]string{command}, args...), io.Discard, io.Discard)
 	require.NoError(t, err)
 	require.NotEmpty(t, sp.cells)
 	return sp.cells

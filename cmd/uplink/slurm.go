@@ -180,18 +180,29 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 	return slurmSubmit(p, stdout)
 }
 
+// errNotSweep is planCommand's answer to a command that is neither run
+// nor validate.
+var errNotSweep = errors.New("not a sweep command")
+
+// planCommand takes the flags and cells of command (run or validate and
+// its flags) through the command's own code, without running them.
+func planCommand(command []string, stdout, stderr io.Writer) (sweepPlan, error) {
+	var sp sweepPlan
+	switch command[0] {
+	case "run":
+		return sp, sweepRun(command[1:], &sp, stdout, stderr)
+	case "validate":
+		return sp, sweepValidate(command[1:], &sp, stdout, stderr)
+	}
+	return sp, errNotSweep
+}
+
 // planSweep plans the sweep of command (run or validate and its flags)
 // through the command's own flags and cells; a nil plan and no error is
 // a command line that printed its help.
 func planSweep(command []string, binary, dir string, shards, parallel int, stdout, stderr io.Writer) (*sweep.Plan, error) {
-	var sp sweepPlan
-	var err error
-	switch command[0] {
-	case "run":
-		err = sweepRun(command[1:], &sp, stdout, stderr)
-	case "validate":
-		err = sweepValidate(command[1:], &sp, stdout, stderr)
-	default:
+	sp, err := planCommand(command, stdout, stderr)
+	if errors.Is(err, errNotSweep) {
 		return nil, usageError{fmt.Errorf("slurm: the sweep is run or validate and its flags, not %q", command[0])}
 	}
 	var ue usageError
