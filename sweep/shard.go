@@ -24,13 +24,8 @@ type Cost struct {
 // took 54 and 279 s, BENCHMARKS.md) and to the 60-node default (14 s).
 // It orders and balances shards; it does not promise a time.
 func EstimateCost(c cell.Config) Cost {
-	n, degree := c.N, c.Degree
-	if c.Topology != nil {
-		n, degree = c.Topology.N, c.Topology.Degree
-	}
-	edges := float64(n) * float64(degree) / 2
 	scale := max(float64(max(c.Payload, 1))/(1<<20), 0.25)
-	wall := 5 + 0.016*edges*scale
+	wall := 5 + 0.016*c.Edges()*scale
 	return Cost{Wall: time.Duration(wall * float64(time.Second)), RSS: c.EstimateMemory()}
 }
 

@@ -46,9 +46,15 @@ func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
 		return nil // no figure to check against (not Linux, and no --mem)
 	}
 	est := make([]int64, len(cfgs))
+	big := 0 // the largest cell
 	for i, c := range cfgs {
 		est[i] = c.EstimateMemory()
+		if est[i] > est[big] {
+			big = i
+		}
 	}
+	n, degree := cfgs[big].Size()
+	payload := cfgs[big].Payload
 	slices.Sort(est)
 	slices.Reverse(est)
 	at := min(jobs, len(est))
@@ -59,19 +65,9 @@ func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
 	if need <= mem {
 		return nil
 	}
-	big := cfgs[0]
-	for _, c := range cfgs {
-		if c.EstimateMemory() > big.EstimateMemory() {
-			big = c
-		}
-	}
-	n, degree := big.N, big.Degree
-	if big.Topology != nil {
-		n, degree = big.Topology.N, big.Topology.Degree
-	}
 	if at == 1 {
 		return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (cell.EstimateMemory); %s is %s: use fewer nodes or a smaller degree, or state the memory with --mem",
-			n, degree, des.FormatBytes(int64(big.Payload)), fmtGiB(need), source, fmtGiB(mem))}
+			n, degree, des.FormatBytes(int64(payload)), fmtGiB(need), source, fmtGiB(mem))}
 	}
 	return usageError{fmt.Errorf("--jobs %d: %d cells at once need about %s (the largest, %d nodes at degree %d, about %s); %s is %s: lower --jobs, or state the memory with --mem",
 		jobs, at, fmtGiB(need), n, degree, fmtGiB(est[0]), source, fmtGiB(mem))}

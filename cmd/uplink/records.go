@@ -143,10 +143,7 @@ func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Conf
 	var wall float64
 	for _, c := range cfgs {
 		cost := sweep.EstimateCost(c)
-		n := c.N
-		if c.Topology != nil {
-			n = c.Topology.N
-		}
+		n, _ := c.Size()
 		wall += cost.Wall.Seconds()
 		fmt.Fprintf(stdout, "%-24s  %-10s  %-8s  %5d  %6d  %8d  %8.0f  %10.1f\n", c.Key(), cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30))
 	}

@@ -35,15 +35,14 @@ func (c Config) Check() error {
 	if err := c.checkArm(arm); err != nil {
 		return err
 	}
-	n := c.N
 	if c.Topology != nil {
 		if err := c.Topology.Validate(); err != nil {
 			return fmt.Errorf("topology: %w", err)
 		}
-		n = c.Topology.N
 	} else if err := netmodel.CheckDraw(c.N, c.Degree, c.Latency, c.Net); err != nil {
 		return fmt.Errorf("topology: %w", err)
 	}
+	n, _ := c.Size()
 	if err := c.checkQdiscs(n); err != nil {
 		return err
 	}
@@ -195,10 +194,20 @@ func (c Config) checkBounds() error {
 // BENCHMARKS.md), and is meant to refuse a cell that cannot fit, not to
 // size a machine to the byte.
 func (c Config) EstimateMemory() int64 {
-	n, degree := c.N, c.Degree
+	return int64(256<<20 + c.Edges()*(200<<10+0.55*float64(max(c.Payload, 1))))
+}
+
+// Size is the cell's node count and degree: the imported draw's, else
+// the configured ones.
+func (c Config) Size() (n, degree int) {
 	if c.Topology != nil {
-		n, degree = c.Topology.N, c.Topology.Degree
+		return c.Topology.N, c.Topology.Degree
 	}
-	edges := float64(n) * float64(degree) / 2
-	return int64(256<<20 + edges*(200<<10+0.55*float64(max(c.Payload, 1))))
+	return c.N, c.Degree
+}
+
+// Edges is the number of edges of the cell's dial graph: its connections.
+func (c Config) Edges() float64 {
+	n, degree := c.Size()
+	return float64(n) * float64(degree) / 2
 }
