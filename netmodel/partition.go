@@ -105,15 +105,15 @@ func (n *Network) TakeCrossings() []Crossing {
 	return out
 }
 
-// Inject puts a crossing from another partition into its receiver's pipe.
-// Its arrival must not precede this partition's clock: the window was
-// longer than the latency that carried it.
-func (n *Network) Inject(c Crossing) error {
-	if c.To < 0 || c.To >= len(n.nodes) || n.nodes[c.To].remote {
+// Inject puts a crossing from another partition into its receiver's pipe
+// at the end of a window. Its arrival must not precede end: the window
+// would then have been longer than the latency that carried it.
+func (n *Network) Inject(c Crossing, end des.Time) error {
+	if !n.holds(c.To) {
 		return fmt.Errorf("netmodel: crossing from node %d to node %d, which is not in this partition", c.From, c.To)
 	}
-	if c.At < n.sim.Now() {
-		return fmt.Errorf("netmodel: crossing from node %d to node %d arrives at %v, before this partition's clock %v: the window is longer than the latency between them", c.From, c.To, c.At, n.sim.Now())
+	if c.At < end {
+		return fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window is longer than their latency", c.From, c.To, c.At, end)
 	}
 	n.pipe(c.From, c.To).push(c.P, c.At)
 	return nil
@@ -162,10 +162,7 @@ func RunPartitions(parts []*Network, window, end des.Time) error {
 		wg.Wait()
 		for _, p := range parts {
 			for _, c := range p.TakeCrossings() {
-				if c.At < stop {
-					return fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window %v is longer than their latency", c.From, c.To, c.At, stop, window)
-				}
-				if err := parts[owner[c.To]].Inject(c); err != nil {
+				if err := parts[owner[c.To]].Inject(c, stop); err != nil {
 					return err
 				}
 			}
@@ -210,14 +207,18 @@ func (n *Network) SwapWindow(live *des.Live, ex *des.Exchange, part int, end des
 			continue
 		}
 		for _, c := range w.Crossings {
-			if c.To < 0 || c.To >= len(n.nodes) || n.nodes[c.To].remote {
+			if !n.holds(c.To) {
 				continue // another partition's
 			}
-			if c.At < end {
-				return false, fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window is longer than their latency", c.From, c.To, c.At, end)
+			if err := n.Inject(c, end); err != nil {
+				return false, err
 			}
-			n.pipe(c.From, c.To).push(c.P, c.At)
 		}
 	}
 	return allDone, nil
+}
+
+// holds reports whether node i lives in this partition.
+func (n *Network) holds(i int) bool {
+	return i >= 0 && i < len(n.nodes) && !n.nodes[i].remote
 }
