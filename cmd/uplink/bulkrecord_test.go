@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,28 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// allowBubble clears the test binary's -test.run and -test.skip filters
-// for the test, so the nested framework bubble.Run starts runs its one
-// test whatever pattern selected the outer ones (the outer framework read
-// its filters at its start).
-func allowBubble(t *testing.T) {
-	t.Helper()
-	for _, name := range []string{"test.run", "test.skip"} {
-		f := flag.Lookup(name)
-		if f == nil {
-			continue
-		}
-		old := f.Value.String()
-		require.NoError(t, f.Value.Set(""))
-		t.Cleanup(func() { f.Value.Set(old) })
-	}
-}
-
 // runBulkRecord runs bulk in-process with --out and returns the record
 // read back and what bulk printed.
 func runBulkRecord(t *testing.T, args ...string) (BulkRecord, string) {
 	t.Helper()
-	allowBubble(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bulk.json")
 	var stdout, stderr bytes.Buffer
@@ -154,7 +135,6 @@ func TestBulkRecordTCPFlows(t *testing.T) {
 // TestBulkRecordUnwritable: --out where the file cannot be created fails
 // the run with exit 1 naming the flag, and leaves nothing.
 func TestBulkRecordUnwritable(t *testing.T) {
-	allowBubble(t)
 	bad := filepath.Join(notADir(t), "bulk.json")
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 1, run([]string{"bulk", "--bytes", "64KiB", "--rate", "50Mbit", "--rtt", "20ms", "--out", bad}, &stdout, &stderr))

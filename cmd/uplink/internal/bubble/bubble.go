@@ -75,6 +75,11 @@ func Run(fn func(t *testing.T) error, opts ...Option) (err error) {
 		}
 	}
 	m := testing.MainStart(bubbleDeps{}, []testing.InternalTest{test}, nil, nil, nil)
+	restore, ferr := neutralTestFlags()
+	defer restore()
+	if ferr != nil {
+		return fmt.Errorf("bubble: preparing the testing framework: %w", ferr)
+	}
 	realStdout := os.Stdout
 	devnull, derr := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if derr == nil {
@@ -94,6 +99,43 @@ func Run(fn func(t *testing.T) error, opts ...Option) (err error) {
 		return fmt.Errorf("bubble: the simulation failed (exit code %d); see the messages above", code)
 	}
 	return nil
+}
+
+// nestedFlags are the testing framework's flags that would make the run
+// Run starts do something besides running its one test: filter it out,
+// list instead of running, repeat it, run benchmarks, or open, write and close the
+// enclosing test binary's log, profile and coverage files (its
+// -test.testlogfile is shared process-wide, and a nested run would close
+// it under the outer one). Run sets them so for its run and puts them
+// back after; in a plain binary they are all at their defaults.
+var nestedFlags = map[string]string{
+	"test.run": "", "test.skip": "", "test.list": "", "test.bench": "", "test.count": "1",
+	"test.testlogfile": "", "test.cpuprofile": "", "test.memprofile": "",
+	"test.blockprofile": "", "test.mutexprofile": "", "test.trace": "",
+	"test.coverprofile": "", "test.fuzz": "",
+}
+
+// neutralTestFlags sets nestedFlags and returns the function that puts
+// the previous values back.
+func neutralTestFlags() (restore func(), err error) {
+	var undo []func()
+	restore = func() {
+		for _, u := range undo {
+			u()
+		}
+	}
+	for name, v := range nestedFlags {
+		f := flag.Lookup(name)
+		if f == nil || f.Value.String() == v {
+			continue
+		}
+		old := f.Value.String()
+		if err := f.Value.Set(v); err != nil {
+			return restore, fmt.Errorf("-%s=%q: %w", name, v, err)
+		}
+		undo = append(undo, func() { f.Value.Set(old) })
+	}
+	return restore, nil
 }
 
 // Option configures Run.

@@ -1,10 +1,14 @@
 package bubble
 
 import (
+	"errors"
+	"flag"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestRunFromBinary builds a plain binary that calls Run and
@@ -37,4 +41,27 @@ func TestRunFromBinary(t *testing.T) {
 			t.Errorf("%s: the testing framework's PASS leaked:\n%s", mode, out)
 		}
 	}
+}
+
+// TestRunInsideTest: under go test, Run's nested framework runs fn exactly
+// once whatever the enclosing binary's filters and count, leaves its
+// flags as they were, and does not touch its test log: go test passes
+// -test.testlogfile when results may be cached, and a nested run that
+// closed that file would fail this package at exit.
+func TestRunInsideTest(t *testing.T) {
+	set := map[string]string{"test.run": "^NoSuchTest$", "test.count": "3"}
+	before := map[string]string{}
+	for name, v := range set {
+		f := flag.Lookup(name)
+		before[name] = f.Value.String()
+		require.NoError(t, f.Value.Set(v))
+		t.Cleanup(func() { f.Value.Set(before[name]) })
+	}
+	calls := 0
+	require.NoError(t, Run(func(*testing.T) error { calls++; return nil }))
+	require.Equal(t, 1, calls)
+	for name, v := range set {
+		require.Equal(t, v, flag.Lookup(name).Value.String(), name)
+	}
+	require.ErrorContains(t, Run(func(*testing.T) error { return errors.New("inside") }), "inside")
 }
