@@ -276,6 +276,7 @@ type Node struct {
 	prio     uint64                                  // the last packet priority taken (Socket.Priorities)
 	unbound  map[uint8]func(p *Packet, now des.Time) // see HandleUnbound
 	remote   bool                                    // lives in another partition (AddRemoteNode)
+	tap      Tap                                     // SetTap; nil: none
 	Counters Counters
 }
 
@@ -322,6 +323,9 @@ func (nd *Node) departUp(p *Packet, now des.Time) bool {
 	}
 	nd.Counters.SentPackets++
 	nd.Counters.SentBytes += uint64(p.Len)
+	if nd.tap != nil {
+		nd.tap(p, now, true)
+	}
 	from, to := nd.id, int(p.Flow.DstNode)
 	loss := n.cfg.Loss
 	if n.cfg.LossFunc != nil {

@@ -281,6 +281,9 @@ func (s *Socket) deliver(p *Packet, now des.Time) bool {
 		nd := s.node
 		nd.Counters.RecvPackets++
 		nd.Counters.RecvBytes += uint64(p.Len)
+		if nd.tap != nil {
+			nd.tap(p, now, false)
+		}
 		s.OnPacket(p, now)
 		return true
 	}
@@ -300,6 +303,9 @@ func (s *Socket) deliver(p *Packet, now des.Time) bool {
 	nd := s.node
 	nd.Counters.RecvPackets++
 	nd.Counters.RecvBytes += uint64(p.Len)
+	if nd.tap != nil {
+		nd.tap(p, now, false)
+	}
 	wasEmpty := s.rqHead == len(s.rq)
 	s.rq = append(s.rq, p)
 	s.rqBytes += len(p.Payload)
