@@ -59,6 +59,11 @@ type Config struct {
 	// TCP is the TCP model of Transport "tcp"; nil: tcp.LinuxConfig().
 	// Its Seed is replaced by Seed.
 	TCP *tcp.Config
+	// Trace and Captures (uplink's model only) write time series of the
+	// queues, nodes and TCP flows, and pcapng captures of chosen nodes;
+	// neither changes the run's results (trace.go).
+	Trace    *Trace
+	Captures []Capture
 }
 
 // QueueReport is one queue's counters over the run.
@@ -111,6 +116,9 @@ type Result struct {
 	FastRecoveries, RTOs          uint64
 
 	Flows []FlowReport // in flow order; their counters add up to the totals
+
+	// Nodes are the nodes' counters, by node (uplink's model only).
+	Nodes []netmodel.Counters
 }
 
 // BackendSimnet is Config.Backend for simnet.
@@ -183,6 +191,8 @@ func (c *Config) checkSimnet() error {
 		return errors.New("bulk: backend simnet has its own FQ-CoDel on every link: no queue disciplines or host stage")
 	case c.SendMode != netmodel.NeverBlock:
 		return errors.New("bulk: backend simnet's sockets never block a write")
+	case c.Trace != nil || len(c.Captures) > 0:
+		return errors.New("bulk: backend simnet has no trace or capture")
 	}
 	return nil
 }
@@ -206,12 +216,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		var obs *observer
+		if obs, err = newObserver(cfg, n); err != nil {
+			return Result{}, err
+		}
 		live.Start()
 		defer live.Stop()
 		if cfg.Transport == "tcp" {
-			res, err = runTCP(ctx, cfg, live, n)
+			res, err = runTCP(ctx, cfg, live, n, obs)
 		} else {
-			res, err = runUplinkQUIC(ctx, cfg, live, n)
+			res, err = runUplinkQUIC(ctx, cfg, live, n, obs)
 		}
 	}
 	if err != nil {
@@ -371,14 +385,17 @@ func (ft *flowTable) finish(res *Result, cfg Config, start des.Time) error {
 }
 
 // collect adds the network's counters, the data direction's queues and
-// the model's event counts to res.
-func collect(res *Result, cfg Config, live *des.Live, n *netmodel.Network) {
+// the model's event counts to res, and ends the trace and captures at the
+// instant it reads them.
+func collect(res *Result, cfg Config, live *des.Live, n *netmodel.Network, obs *observer) error {
 	if res.Elapsed > 0 {
 		res.GoodputBps = float64(res.BytesReceived) * 8 / res.Elapsed.Seconds()
 	}
 	live.Lock()
+	obsErr := obs.finish(n.Sim().Now())
 	for _, nd := range n.Nodes() {
 		c := nd.Counters
+		res.Nodes = append(res.Nodes, c)
 		res.NetPackets += c.SentPackets
 		res.NetBytes += c.SentBytes
 		res.LossDrops += c.Drops[netmodel.DropLoss]
@@ -392,8 +409,12 @@ func collect(res *Result, cfg Config, live *des.Live, n *netmodel.Network) {
 		QueueReport{"sender uplink", cfg.UpQdisc, *n.Node(0).Up().Qdisc().Stats()},
 		QueueReport{"receiver downlink", cfg.DownQdisc, *n.Node(1).Down().Qdisc().Stats()})
 	res.Events = n.Sim().Fired()
+	if obs != nil {
+		res.Events -= obs.fired
+	}
 	live.Unlock()
 	res.CoreWakes = live.Wakes()
+	return obsErr
 }
 
 // quicEnds are a QUIC transfer's two ends on some network: the server's
@@ -406,7 +427,7 @@ type quicEnds struct {
 
 // runUplinkQUIC runs the flows over quic-go on uplink's model, each flow on
 // a socket of its own on node 0, and adds the model's counters.
-func runUplinkQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network) (Result, error) {
+func runUplinkQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network, obs *observer) (Result, error) {
 	st := udp.NewStack(live, n)
 	srvConn, err := st.Listen(1, 4433, cfg.SendMode)
 	if err != nil {
@@ -440,7 +461,9 @@ func runUplinkQUIC(ctx context.Context, cfg Config, live *des.Live, n *netmodel.
 	if err != nil {
 		return Result{}, err
 	}
-	collect(&res, cfg, live, n)
+	if err := collect(&res, cfg, live, n, obs); err != nil {
+		return Result{}, err
+	}
 	return res, nil
 }
 
@@ -582,7 +605,7 @@ func runQUIC(ctx context.Context, cfg Config, ends quicEnds) (Result, error) {
 const tcpPort = 5201
 
 // runTCP runs the flows over the TCP model, one connection each.
-func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network) (Result, error) {
+func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network, obs *observer) (Result, error) {
 	st, err := tcp.NewStack(live, n, *cfg.TCP)
 	if err != nil {
 		return Result{}, fmt.Errorf("bulk: %w", err)
@@ -665,6 +688,11 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 			return Result{}, fmt.Errorf("bulk: flow %d: %w", f, err)
 		}
 		conns = append(conns, conn)
+		if obs.tracing() {
+			live.Lock()
+			obs.addFlow(conn.Endpoint())
+			live.Unlock()
+		}
 		cliWG.Add(1)
 		go func() {
 			defer cliWG.Done()
@@ -694,7 +722,9 @@ func runTCP(ctx context.Context, cfg Config, live *des.Live, n *netmodel.Network
 		fl.FastRecoveries, fl.RTOs = s.FastRecoveries, s.RTOs
 	}
 	stop()
-	collect(&res, cfg, live, n)
+	if err := collect(&res, cfg, live, n, obs); err != nil {
+		return Result{}, err
+	}
 	return res, nil
 }
 
