@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/uplinksim/uplink/internal/figure"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -187,7 +188,7 @@ var palette = []color.Color{
 func bars(path string, p *Plan, records map[string]*cell.Record) error {
 	arms, cols := planArms(p), columns(p)
 	pl := plot.New()
-	pl.Title.Text = p.Table + ": p99 (bars), p50 (ticks), reference p99 (rings)"
+	pl.Title.Text = p.Table + ": p99 (bars), p50 (ticks), reference p99 (rings)" + indicative(p)
 	pl.Y.Label.Text = "seconds after the publish"
 	pl.NominalX(arms...)
 	nc := float64(max(len(cols), 1))
@@ -273,16 +274,25 @@ func bars(path string, p *Plan, records map[string]*cell.Record) error {
 	budget.Color = color.RGBA{0xa0, 0, 0, 0xff}
 	pl.Add(budget)
 	pl.Legend.Add("3 s budget", budget)
-	pl.Legend.Top = true
 	pl.Y.Min, pl.Y.Max = 0, top*1.1
 	pl.X.Min, pl.X.Max = -0.6, float64(len(arms))-0.4
-	return pl.Save(vg.Length(max(6, 1.4*float64(len(arms))))*vg.Inch, 4.5*vg.Inch, path)
+	// The legend goes in a column of its own: inside the data area it
+	// covered the tallest bars and rings.
+	return figure.Save(pl, vg.Length(max(7.5, 1.4*float64(len(arms))+1.5))*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// indicative is what a figure's title adds for a shrunk plan.
+func indicative(p *Plan) string {
+	if p.Shrunk {
+		return " (shrunk cells: indicative)"
+	}
+	return ""
 }
 
 // cdf draws each arm's completion-time CDF in one column.
 func cdf(path string, p *Plan, col Column, records map[string]*cell.Record) error {
 	pl := plot.New()
-	pl.Title.Text = p.Table + ": " + col.String()
+	pl.Title.Text = p.Table + ": " + col.String() + indicative(p)
 	pl.X.Label.Text = "completion time after the publish (s)"
 	pl.Y.Label.Text = "fraction of receivers"
 	pl.Y.Min, pl.Y.Max = 0, 1
@@ -300,8 +310,7 @@ func cdf(path string, p *Plan, col Column, records map[string]*cell.Record) erro
 		pl.Add(l)
 		pl.Legend.Add(arm, l)
 	}
-	pl.Legend.Top, pl.Legend.Left = false, false
-	return pl.Save(6*vg.Inch, 4*vg.Inch, path)
+	return figure.Save(pl, 7*vg.Inch, 4*vg.Inch, path)
 }
 
 // cdfPoints pools one arm's receivers over the column's seeds: a point per
