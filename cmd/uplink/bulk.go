@@ -47,6 +47,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	outPath := fs.String("out", "", "write a JSON record of the run to this file: the configuration, every figure printed, the queues' delay histograms and the flows (docs/records.md)")
 	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
+	obsFlags := addObserveFlags(fs)
 	backend := fs.String("backend", "uplink", "the network: uplink (uplink's model) or simnet (github.com/marcopolo/simnet v0.0.7, the study's harness network: QUIC only, its own FQ-CoDel and one-MTU token bucket on every link, no loss, no --qdisc, --host-rate or --block-sends)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -148,6 +149,22 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("--backend %q: valid backends are: uplink, %s", *backend, bulk.BackendSimnet)}
 	}
+	runLen, runWhat := cfg.Duration, "--duration"
+	if cfg.Bytes > 0 {
+		// A fixed-size transfer lasts at least its bytes at the link
+		// rate; handshakes and slow start add round trips.
+		runLen = des.Time(float64(cfg.Bytes)*8*float64(cfg.Flows)/float64(cfg.Rate)*1e9) + 10*cfg.RTT
+		runWhat = "--bytes at --rate, plus ten round trips"
+	}
+	plan, err := obsFlags.check(2, runLen, runWhat)
+	if err != nil {
+		return err
+	}
+	var obs observeFiles
+	if err := obs.install(plan, &cfg); err != nil {
+		return err
+	}
+	defer obs.discard()
 
 	var opts []bubble.Option
 	if *reproducible {
@@ -181,6 +198,14 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("bulk: %w", err)
 	}
 	printBulk(stdout, cfg, res, wall)
+	if err := obs.commit(); err != nil {
+		return err
+	}
+	if plan.plotDir != "" {
+		if err := writeBulkPlots(plan.plotDir, res, &obs); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+	}
 	if *outPath != "" {
 		if err := writeBulkRecord(*outPath, newBulkRecord(res, *tcpPreset, wall)); err != nil {
 			if profErr != nil {
@@ -202,6 +227,8 @@ func checkSimnetBulk(fs *pflag.FlagSet, cfg bulk.Config, block, reproducible boo
 		return fmt.Errorf("--backend simnet carries datagrams only: drop --transport %s", cfg.Transport)
 	case cfg.Loss != 0:
 		return errors.New("--backend simnet has no random loss: drop --loss")
+	case fs.Changed("trace") || fs.Changed("pcap") || fs.Changed("plot"):
+		return errors.New("--backend simnet runs its links in goroutines of its own, outside uplink's model: drop --trace, --pcap and --plot")
 	case fs.Changed("qdisc") || fs.Changed("host-rate"):
 		return errors.New("--backend simnet has its own FQ-CoDel on every link and no host stage: drop --qdisc and --host-rate")
 	case block:
