@@ -26,6 +26,7 @@ type Variant struct {
 	Profile   string            // harness, shadow or kernel
 	Transport string            // quic or tcp; "" for quic
 	Knobs     map[string]string // profile knobs over the profile's
+	Gossip    map[string]string // gossip knobs (cell.Gossip.Set) over the base's
 	Payload   int               // bytes; 0 for the study's
 	Warmup    cell.Warmup
 	BTimeout  des.Time // variant B's first request timeout (0: the arm's)
@@ -42,6 +43,7 @@ type Study struct {
 	Question string // the report's open question, in a sentence
 	Arms     []string
 	N        int
+	Degree   int // the dial graph's degree; 0: the report's 70, capped at N-1
 	Payload  int
 	Seeds    []uint64
 	Variants []Variant
@@ -288,6 +290,14 @@ func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Con
 		}
 	}
 	c := base
+	if len(v.Gossip) > 0 && c.Gossip.D == 0 {
+		c.Gossip = cell.StudyGossip() // what Defaults would fill in
+	}
+	for _, k := range sortedKeys(v.Gossip) {
+		if err := c.Gossip.Set(k, v.Gossip[k]); err != nil {
+			return cell.Config{}, err
+		}
+	}
 	c.Arm, c.Seed, c.N, c.Profile = arm.Name, seed, n, prof
 	c.Payload = s.Payload
 	if v.Payload != 0 {
@@ -298,6 +308,9 @@ func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Con
 		c.Transport = "quic"
 	}
 	c.Warmup, c.BTimeout, c.BFixed = v.Warmup, v.BTimeout, v.BFixed
+	if s.Degree != 0 {
+		c.Degree = s.Degree
+	}
 	c.Degree = reportDegree(c.Degree, n)
 	return c, nil
 }
