@@ -48,6 +48,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	backgroundS := cf.String("background", "", "background load: SIZE@INTERVAL, e.g. 64KiB@100ms: a random node publishes SIZE every INTERVAL on the cell's topic")
 	bgLeadS := cf.String("background-lead", "2s", "how long the background load runs before the measured publish")
 	verify := cf.Bool("verify", false, "rebuild the payload at every complete receiver (decoding coded arms) and record how many matched")
+	vary := cf.StringArray("vary", nil, varyHelp)
 
 	nf := g.group(groupNet)
 	netS := nf.String("net", "home", "scenario: "+strings.Join(netmodel.ScenarioNames(), ", "))
@@ -194,6 +195,10 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--export-topology: %w", err)
 		}
 		return nil
+	}
+	if len(*vary) > 0 {
+		return runVary(*vary, varyRun{profiles: *profilesS, arms: armList, nodes: *nodes, payload: int(payload), transport: *transport,
+			upQ: *upQ, downQ: *downQ, out: *out, skipDone: *skipDone, profDir: *profDir, base: base, set: set, flags: fs, sp: sp}, stdout, stderr)
 	}
 	var jobsList []cell.Config
 	for _, name := range strings.Split(*profilesS, ",") {

@@ -119,7 +119,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	}
 	if *study != "" {
 		if *cache == "" {
-			*cache = "study-" + *study + ".jsonl"
+			*cache = studyCacheName(*study)
 		}
 		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
 	}
@@ -432,7 +432,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 // runStudy runs a study's missing cells and prints its table and reading.
 func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, sh shardOpts,
 	check func([]cell.Config) error, run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
-	st, err := validate.LookupStudy(name)
+	st, user, err := loadStudy(name)
 	if err != nil {
 		return usageError{err}
 	}
@@ -444,6 +444,11 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	cells, err := st.Cells(o.N, o.Seeds, o.Base, o.Knobs...)
 	if err != nil {
 		return usageError{err}
+	}
+	if user {
+		if err := checkUserStudy(st, cells); err != nil {
+			return usageError{err}
+		}
 	}
 	records := map[string]*cell.Record{}
 	if !fresh {
@@ -471,13 +476,25 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 			if len(v.Skip) > 0 {
 				skip = ", not running " + strings.Join(v.Skip, ", ")
 			}
+			if len(v.Gossip) > 0 {
+				skip = fmt.Sprintf(", gossip %v", v.Gossip) + skip
+			}
 			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v%s)\n", i, v.Label, v.Profile, cmpOr(v.Transport, "quic"), v.Knobs, skip)
 		}
 		return checkErr
 	}
 	runErr := run(todo, records)
+	printStudy(stdout, st, cells, records)
+	if runErr != nil {
+		return fmt.Errorf("validate --study: %w", runErr)
+	}
+	return nil
+}
+
+// printStudy prints a study's table from records and its reading.
+func printStudy(w io.Writer, st validate.Study, cells []validate.StudyCell, records map[string]*cell.Record) {
 	rows := st.Table(cells, records)
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	against := "baseline"
 	if st.BaseArm != "" {
 		against = st.BaseArm
@@ -510,11 +527,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 			r.Dups, validate.FormatBytes(r.RxNode), r.QueueDrops, cwnd, lost)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "\nreading: %s\n", st.Reading(rows))
-	if runErr != nil {
-		return fmt.Errorf("validate --study: %w", runErr)
-	}
-	return nil
+	fmt.Fprintf(w, "\nreading: %s\n", st.Reading(rows))
 }
 
 func cmpOr(s, def string) string {
