@@ -186,16 +186,17 @@ type gridPlan struct {
 // says what it counted.
 func (g gridPlan) studies() (sts []validate.Study, cells [][]validate.StudyCell, summary string, err error) {
 	profiles := g.profiles
-	if slices.ContainsFunc(g.axes, func(a validate.Axis) bool { return a.Setting == validate.SettingProfile }) {
-		profiles = []string{""}
-	}
 	var counts []string
 	for _, a := range g.axes {
 		counts = append(counts, fmt.Sprintf("%s ×%d", a.Setting, len(a.Values)))
 	}
 	nv := validate.GridSize(g.axes)
-	summary = fmt.Sprintf("%d variants (%s) × %s × %s × %s", nv, strings.Join(counts, ", "),
-		plural(len(profiles), "profile"), plural(len(g.arms), "arm"), plural(len(g.seeds), "seed"))
+	summary = fmt.Sprintf("%d variants (%s) × %s", nv, strings.Join(counts, ", "), plural(len(profiles), "profile"))
+	if slices.ContainsFunc(g.axes, func(a validate.Axis) bool { return a.Setting == validate.SettingProfile }) {
+		profiles = []string{""} // the variants name theirs
+		summary = fmt.Sprintf("%d variants (%s)", nv, strings.Join(counts, ", "))
+	}
+	summary += fmt.Sprintf(" × %s × %s", plural(len(g.arms), "arm"), plural(len(g.seeds), "seed"))
 	total := validate.MulCells(validate.MulCells(validate.MulCells(nv, len(profiles)), len(g.arms)), len(g.seeds))
 	if err := validate.CheckSize(total, summary); err != nil {
 		return nil, nil, summary, usageError{fmt.Errorf("--vary: %w", err)}
