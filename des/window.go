@@ -102,6 +102,17 @@ func (e *Exchange) Close(err error) {
 	})
 }
 
+// Err is the error the exchange was closed with (ErrExchangeClosed for
+// nil), or nil while it is open.
+func (e *Exchange) Err() error {
+	select {
+	case <-e.done:
+		return e.closedErr()
+	default:
+		return nil
+	}
+}
+
 func (e *Exchange) closedErr() error {
 	if e.err != nil {
 		return e.err

@@ -172,36 +172,41 @@ func RunPartitions(parts []*Network, window, end des.Time) error {
 }
 
 // WindowLeave is what a partition leaves at a window's end: the packets
-// bound for other partitions, and whether its driver is done (the
-// windows end once every partition's is).
+// bound for other partitions, whether its driver is done (the windows end
+// once every partition's is), and what else its driver hands the others.
 type WindowLeave struct {
 	Crossings []Crossing
 	Done      bool
+	Extra     any
 }
 
 // SwapWindow is a partition's work at the end of a window under des.Live
 // (the atEnd of des.Live.SetWindows), once its bubble has settled: it
-// hands this partition's crossings to the others through ex, and puts the
-// ones bound for its nodes into their pipes, in partition order and each
-// partition's departure order, as RunPartitions does. It reports whether
-// every partition's driver is done. A crossing due before end means the
-// window was longer than the latency that carried it: an error.
-func (n *Network) SwapWindow(live *des.Live, ex *des.Exchange, part int, end des.Time, done bool) (allDone bool, err error) {
+// hands this partition's crossings, with leave's Done and Extra, to the
+// others through ex, and puts the crossings bound for its nodes into their
+// pipes, in partition order and each partition's departure order, as
+// RunPartitions does. It returns what every partition left (indexed by
+// partition) and whether every partition's driver is done. A crossing due
+// before end means the window was longer than the latency that carried
+// it: an error.
+func (n *Network) SwapWindow(live *des.Live, ex *des.Exchange, part int, end des.Time, leave WindowLeave) (round []WindowLeave, allDone bool, err error) {
 	live.Lock()
-	leave := WindowLeave{Crossings: n.TakeCrossings(), Done: done}
+	leave.Crossings = n.TakeCrossings()
 	live.Unlock()
-	round, err := ex.Swap(part, leave)
+	got, err := ex.Swap(part, leave)
 	if err != nil {
-		return false, fmt.Errorf("netmodel: partition %d at %v: %w", part, end, err)
+		return nil, false, fmt.Errorf("netmodel: partition %d at %v: %w", part, end, err)
 	}
 	live.Lock()
 	defer live.Unlock()
 	allDone = true
-	for from, v := range round {
+	round = make([]WindowLeave, len(got))
+	for from, v := range got {
 		w, ok := v.(WindowLeave)
 		if !ok {
-			return false, fmt.Errorf("netmodel: partition %d left %T at a window's end, not a WindowLeave", from, v)
+			return nil, false, fmt.Errorf("netmodel: partition %d left %T at a window's end, not a WindowLeave", from, v)
 		}
+		round[from] = w
 		allDone = allDone && w.Done
 		if from == part {
 			continue
@@ -211,11 +216,11 @@ func (n *Network) SwapWindow(live *des.Live, ex *des.Exchange, part int, end des
 				continue // another partition's
 			}
 			if err := n.Inject(c, end); err != nil {
-				return false, err
+				return nil, false, err
 			}
 		}
 	}
-	return allDone, nil
+	return round, allDone, nil
 }
 
 // holds reports whether node i lives in this partition.

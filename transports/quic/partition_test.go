@@ -141,7 +141,7 @@ func echoTwoPartitions(t *testing.T, payload []byte) (got echoTimes, windows int
 					live.SetWindows(splitLatency, func(end des.Time) bool {
 						synctest.Wait()
 						nwin.Add(1)
-						all, err := n.SwapWindow(live, ex, part, end, done.Load())
+						_, all, err := n.SwapWindow(live, ex, part, end, netmodel.WindowLeave{Done: done.Load()})
 						if err != nil {
 							t.Errorf("partition %d: %v", part, err)
 							ex.Close(err)
