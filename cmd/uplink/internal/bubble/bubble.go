@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime/debug"
+	"sync"
 	"testing"
 	"testing/cryptotest"
 	"testing/synctest"
@@ -32,7 +33,91 @@ import (
 //
 // os.Stdout is silenced while the framework runs (it would print "PASS"):
 // capture os.Stdout before the call and hand that writer to fn.
-func Run(fn func(t *testing.T) error, opts ...Option) (err error) {
+func Run(fn func(t *testing.T) error, opts ...Option) error {
+	var fnErr error
+	ran := false
+	err := start(func(t *testing.T) {
+		ran = true
+		fnErr = inBubble(t, fn)
+	}, opts)
+	return result(err, fnErr, ran)
+}
+
+// Enter runs body(0), ..., body(k-1) at once, each inside a synctest
+// bubble of its own, and returns their errors joined once every one has
+// returned; a panic inside a body comes back as its error.
+type Enter func(k int, body func(part int) error) error
+
+// RunSplit runs fn from a plain binary outside any bubble, with an Enter
+// that runs several bubbles at once (the partitions of one simulation):
+// fn prepares what the bubbles share (channels made outside every bubble)
+// and enters them. Run's rules apply to each bubble and to fn.
+func RunSplit(fn func(enter Enter) error, opts ...Option) error {
+	var fnErr error
+	ran := false
+	err := start(func(t *testing.T) {
+		ran = true
+		defer func() {
+			if r := recover(); r != nil {
+				fnErr = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			}
+		}()
+		fnErr = fn(func(k int, body func(part int) error) error {
+			errs := make([]error, k)
+			var wg sync.WaitGroup
+			for part := range k {
+				wg.Go(func() {
+					t.Run(fmt.Sprintf("partition-%d", part), func(t *testing.T) {
+						errs[part] = inBubble(t, func(*testing.T) error { return body(part) })
+					})
+				})
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		})
+	}, opts)
+	return result(err, fnErr, ran)
+}
+
+// inBubble runs fn in a synctest bubble of t's and returns its error, or
+// its panic as one.
+func inBubble(t *testing.T, fn func(t *testing.T) error) (fnErr error) {
+	// synctest panics on this goroutine when fn returns while goroutines
+	// it started are still blocked; report that as an error instead of
+	// crashing (the stuck goroutines stay parked).
+	defer func() {
+		if r := recover(); r != nil && fnErr == nil {
+			fnErr = fmt.Errorf("bubble: %v (something started in the simulation was not closed)", r)
+		}
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		defer func() {
+			if r := recover(); r != nil {
+				fnErr = fmt.Errorf("panic inside the simulation: %v\n%s", r, debug.Stack())
+			}
+		}()
+		fnErr = fn(t)
+	})
+	return fnErr
+}
+
+// result is what Run and RunSplit return: the simulation's error first,
+// then the framework's.
+func result(err, fnErr error, ran bool) error {
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
+		return err
+	case !ran:
+		return errors.New("bubble: the simulation never started (testing framework refused to run it)")
+	}
+	return nil
+}
+
+// start runs f as the one test of a nested testing framework, with the
+// options, and returns the framework's own error.
+func start(f func(t *testing.T), opts []Option) error {
 	var o bubbleOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -40,31 +125,13 @@ func Run(fn func(t *testing.T) error, opts ...Option) (err error) {
 	if o.cryptoSeed != nil && !testing.Testing() {
 		return errors.New("bubble: deterministic crypto/rand needs a binary built with -ldflags=-X=testing.testBinary=1 (testing/cryptotest refuses to run otherwise); see README")
 	}
-	var fnErr error
-	ran := false
 	test := testing.InternalTest{
 		Name: "UplinkBubble",
 		F: func(t *testing.T) {
 			if o.cryptoSeed != nil {
 				cryptotest.SetGlobalRandom(t, *o.cryptoSeed)
 			}
-			// synctest panics on this goroutine when fn returns while
-			// goroutines it started are still blocked; report that as an
-			// error instead of crashing (the stuck goroutines stay parked).
-			defer func() {
-				if r := recover(); r != nil && fnErr == nil {
-					fnErr = fmt.Errorf("bubble: %v (something started in the simulation was not closed)", r)
-				}
-			}()
-			synctest.Test(t, func(t *testing.T) {
-				ran = true
-				defer func() {
-					if r := recover(); r != nil {
-						fnErr = fmt.Errorf("panic inside the simulation: %v\n%s", r, debug.Stack())
-					}
-				}()
-				fnErr = fn(t)
-			})
+			f(t)
 		},
 	}
 	// The testing framework parses the process-wide flag set on Run; hand it
@@ -89,13 +156,7 @@ func Run(fn func(t *testing.T) error, opts ...Option) (err error) {
 			devnull.Close()
 		}()
 	}
-	code := m.Run()
-	switch {
-	case fnErr != nil:
-		return fnErr
-	case !ran:
-		return errors.New("bubble: the simulation never started (testing framework refused to run it)")
-	case code != 0:
+	if code := m.Run(); code != 0 {
 		return fmt.Errorf("bubble: the simulation failed (exit code %d); see the messages above", code)
 	}
 	return nil
