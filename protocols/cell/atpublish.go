@@ -33,12 +33,22 @@ type ConnState struct {
 	PublisherCwndKiB     float64 `json:"publisher_cwnd_kib_p50"`
 }
 
-// connState reads every QUIC connection of hosts (host 0 is the
-// publisher); nil when no connection is QUIC.
-func connState(hosts []host.Host) *ConnState {
-	var ratio, cwnd, pubRatio, pubCwnd []float64
-	var lost uint64
+// connSamples is what connState summarises: per connection end, the
+// smoothed RTT over the minimum and the window (KiB), the publisher's
+// apart, and the packets lost.
+type connSamples struct {
+	ratio, cwnd, pubRatio, pubCwnd []float64
+	lost                           uint64
+}
+
+// readConns reads every QUIC connection of hosts (host 0 is the
+// publisher; a nil host, another partition's, is skipped).
+func readConns(hosts []host.Host) connSamples {
+	var s connSamples
 	for i, h := range hosts {
+		if h == nil {
+			continue
+		}
 		for _, c := range h.Network().Conns() {
 			var qc *quic.Conn
 			if !c.As(&qc) || qc == nil {
@@ -50,23 +60,35 @@ func connState(hosts []host.Host) *ConnState {
 			}
 			r := float64(st.SmoothedRTT) / float64(st.MinRTT)
 			w := float64(st.CongestionWindow) / 1024
-			ratio, cwnd = append(ratio, r), append(cwnd, w)
-			lost += st.PacketsLost
+			s.ratio, s.cwnd = append(s.ratio, r), append(s.cwnd, w)
+			s.lost += st.PacketsLost
 			if i == 0 {
-				pubRatio, pubCwnd = append(pubRatio, r), append(pubCwnd, w)
+				s.pubRatio, s.pubCwnd = append(s.pubRatio, r), append(s.pubCwnd, w)
 			}
 		}
 	}
-	if len(ratio) == 0 {
+	return s
+}
+
+// add joins another partition's samples.
+func (s *connSamples) add(o connSamples) {
+	s.ratio, s.cwnd = append(s.ratio, o.ratio...), append(s.cwnd, o.cwnd...)
+	s.pubRatio, s.pubCwnd = append(s.pubRatio, o.pubRatio...), append(s.pubCwnd, o.pubCwnd...)
+	s.lost += o.lost
+}
+
+// state summarises the samples; nil when no connection is QUIC.
+func (s connSamples) state() *ConnState {
+	if len(s.ratio) == 0 {
 		return nil
 	}
 	return &ConnState{
-		Ends:           len(ratio),
-		SRTTOverMinP50: quantileOf(ratio, 0.5), SRTTOverMinP90: quantileOf(ratio, 0.9),
-		CwndKiBP50: quantileOf(cwnd, 0.5), CwndKiBP10: quantileOf(cwnd, 0.1),
-		PacketsLost:          lost,
-		PublisherSRTTOverMin: quantileOf(pubRatio, 0.5),
-		PublisherCwndKiB:     quantileOf(pubCwnd, 0.5),
+		Ends:           len(s.ratio),
+		SRTTOverMinP50: quantileOf(s.ratio, 0.5), SRTTOverMinP90: quantileOf(s.ratio, 0.9),
+		CwndKiBP50: quantileOf(s.cwnd, 0.5), CwndKiBP10: quantileOf(s.cwnd, 0.1),
+		PacketsLost:          s.lost,
+		PublisherSRTTOverMin: quantileOf(s.pubRatio, 0.5),
+		PublisherCwndKiB:     quantileOf(s.pubCwnd, 0.5),
 	}
 }
 

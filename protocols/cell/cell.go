@@ -114,6 +114,10 @@ type Config struct {
 	// it returns once every other goroutine of the bubble is durably
 	// blocked. Run refuses to start without it.
 	Wait func() `json:"-"`
+	// Partitions splits the cell's nodes over this many partitions, each
+	// in a bubble of its own, advancing in lock-step windows (RunSplit);
+	// 0 or 1: one bubble. Part of the key when above 1.
+	Partitions int `json:",omitempty"`
 	// Backend is the network the cell runs on: "" for uplink's model (left
 	// out of the key), or BackendSimnet for github.com/marcopolo/simnet
 	// v0.0.7 (QUIC, the harness profile's network knobs; checkBackend).
@@ -194,6 +198,9 @@ func (c Config) Key() string {
 	c.Defaults()
 	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook, c.Wait = nil, 0, "", false, false, nil, nil
 	c.ProgressEvery, c.Watch = 0, nil
+	if c.Partitions <= 1 {
+		c.Partitions = 0
+	}
 	if arm, err := arms.LookupArm(c.Arm); err == nil {
 		if _, phased := arm.Policy(c.Payload); !phased {
 			c.Profile.PhaseRules = "" // no phase router: the rules change nothing
@@ -445,12 +452,16 @@ func verifyNode(arm arms.Arm, units arms.Units, enc arms.Encoding, payload []byt
 	return bytes.Equal(got, payload), nil
 }
 
-// dialGraph connects every edge, the lower index dialling node j at
-// addr(j), with up to eight dials in flight per node.
-func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph, addr func(int) ma.Multiaddr) error {
+// dialGraph connects every edge, the lower index dialling node j (peer
+// ids[j]) at addr(j), with up to eight dials in flight per node. A nil
+// host (another partition's node) dials nothing here.
+func dialGraph(ctx context.Context, hosts []host.Host, ids []peer.ID, g *netmodel.Graph, addr func(int) ma.Multiaddr) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
 	for i, h := range hosts {
+		if h == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -462,7 +473,7 @@ func dialGraph(ctx context.Context, hosts []host.Host, g *netmodel.Graph, addr f
 				go func() {
 					defer inner.Done()
 					defer func() { <-sem }()
-					ai := peer.AddrInfo{ID: hosts[j].ID(), Addrs: []ma.Multiaddr{addr(j)}}
+					ai := peer.AddrInfo{ID: ids[j], Addrs: []ma.Multiaddr{addr(j)}}
 					if err := h.Connect(ctx, ai); err != nil {
 						select {
 						case errs <- fmt.Errorf("node %d to node %d: %w", i, j, err):

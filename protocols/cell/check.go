@@ -35,6 +35,9 @@ func (c Config) Check() error {
 	if err := c.checkArm(arm); err != nil {
 		return err
 	}
+	if err := c.checkPartitions(arm); err != nil {
+		return err
+	}
 	if c.Topology != nil {
 		if err := c.Topology.Validate(); err != nil {
 			return fmt.Errorf("topology: %w", err)

@@ -36,7 +36,7 @@ var ErrNoWait = errors.New("cell: Config.Wait is nil: Run needs the wait of the 
 // goroutine it starts has ended when it returns (but with
 // ErrTeardownStuck), on every path: an error or a panic in a phase, which
 // Run returns as an error, still tears the cell down.
-func Run(cfg Config) (rec *Record, err error) {
+func Run(cfg Config) (*Record, error) {
 	if cfg.Wait == nil {
 		return nil, ErrNoWait
 	}
@@ -44,10 +44,22 @@ func Run(cfg Config) (rec *Record, err error) {
 	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
-	d := newDriver(cfg)
+	if cfg.Partitions > 1 {
+		return nil, fmt.Errorf("cell: partitions %d: a split cell runs with RunSplit", cfg.Partitions)
+	}
+	return newDriver(cfg).run()
+}
+
+// run runs the phases, then teardown and record; on every way out of it
+// the cell is torn down. A partition that fails ends the other
+// partitions' windows first.
+func (d *driver) run() (rec *Record, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rec, err = nil, fmt.Errorf("cell: panic: %v\n%s", p, debug.Stack())
+		}
+		if err != nil && d.part != nil {
+			d.part.fail(fmt.Errorf("partition %d: %w", d.part.idx, err))
 		}
 		if terr := d.teardown(); terr != nil {
 			err = errors.Join(err, terr)
@@ -103,6 +115,10 @@ type driver struct {
 	cancel             context.CancelFunc
 
 	nodes []*node // in index order; node 0 publishes
+	peers []peer.ID
+
+	// part is this driver's partition of a split cell; nil in one bubble.
+	part *partition
 
 	restoreProcs   func() // ends SetupProcs; idempotent
 	endSetup       func() // ends the setup phases' settings; idempotent
@@ -114,7 +130,8 @@ type driver struct {
 	m measured
 }
 
-// node is one node of the cell: its host, its gossipsub with its router
+// node is one node of the cell (with partitions, a node of another
+// partition has no host: all its fields are nil): its host, its gossipsub with its router
 // and the tracer the cell reads, variant B's node, and the topics it
 // joined.
 type node struct {
@@ -166,6 +183,9 @@ func newDriver(cfg Config) *driver {
 // phaseStart tells Watch, PhaseHook (and the test hook fault) that a
 // phase starts.
 func (d *driver) phaseStart(name string) error {
+	if !d.first() {
+		return nil
+	}
 	d.cfg.Watch.enter(name)
 	if d.cfg.PhaseHook != nil {
 		d.cfg.PhaseHook(name)
@@ -176,7 +196,31 @@ func (d *driver) phaseStart(name string) error {
 	return nil
 }
 
-// hostList is the nodes' hosts in index order.
+// first reports whether this driver speaks for the cell: the progress
+// lines, the phase hook, the watch and the record are the first
+// partition's (or the one bubble's).
+func (d *driver) first() bool { return d.part == nil || d.part.idx == 0 }
+
+// logf prints a phase line, once per cell.
+func (d *driver) logf(format string, a ...any) {
+	if d.first() {
+		d.cfg.logf(format, a...)
+	}
+}
+
+// local reports whether node i lives in this driver's partition.
+func (d *driver) local(i int) bool { return d.part == nil || d.part.split.Of[i] == d.part.idx }
+
+// socketIDs are the socket ids the partitions share (nil in one bubble).
+func (d *driver) socketIDs() *netmodel.SocketIDs {
+	if d.part == nil {
+		return nil
+	}
+	return d.part.ids
+}
+
+// hostList is the nodes' hosts in index order (nil for another
+// partition's).
 func (d *driver) hostList() []host.Host {
 	hs := make([]host.Host, 0, len(d.nodes))
 	for _, nd := range d.nodes {
@@ -194,7 +238,7 @@ func (d *driver) content() error {
 	}
 	d.m.w0 = des.WallNow()
 	cfg := &d.cfg
-	if cfg.SetupProcs > 0 {
+	if cfg.SetupProcs > 0 && d.part == nil {
 		prev := runtime.GOMAXPROCS(cfg.SetupProcs)
 		d.restoreProcs = sync.OnceFunc(func() { runtime.GOMAXPROCS(prev) })
 	}
@@ -275,7 +319,9 @@ func (d *driver) network() error {
 	cfg := &d.cfg
 	var err error
 	d.draw = cfg.Topology
-	if d.draw == nil {
+	if d.part != nil {
+		d.draw = d.part.draw
+	} else if d.draw == nil {
 		if d.draw, err = netmodel.NewDraw(cfg.N, cfg.Degree, cfg.Seed, cfg.Latency, cfg.Net); err != nil {
 			return fmt.Errorf("cell: topology: %w", err)
 		}
@@ -297,6 +343,7 @@ func (d *driver) network() error {
 		SndBufMax:  p.SndBufMax,
 		RecvSlots:  p.RecvSlots,
 		RecvBlock:  p.RecvBlock,
+		SocketIDs:  d.socketIDs(),
 	})
 	if err != nil {
 		return fmt.Errorf("cell: network: %w", err)
@@ -313,6 +360,10 @@ func (d *driver) network() error {
 	}
 	streams := des.NewStreams(cfg.Seed)
 	for i := range n {
+		if !d.local(i) {
+			d.nw.AddRemoteNode()
+			continue
+		}
 		up, err := queues.New(d.upSpecs[i], streams.Stream(fmt.Sprintf("qdisc/up/%d", i)))
 		if err != nil {
 			return fmt.Errorf("cell: node %d uplink-qdisc: %w", i, err)
@@ -337,9 +388,14 @@ func (d *driver) network() error {
 		}
 	}
 	d.live.SetQuantum(cfg.SetupQuantum) // before Start: no lock needed yet
+	if pt := d.part; pt != nil {
+		d.live.SetWindows(pt.window, func(end des.Time) bool { return pt.endWindow(d, end) })
+	}
 	d.live.Start()
 	d.liveStarted = true
-	d.cfg.Watch.setModel(d.live, d.nw)
+	if d.first() {
+		d.cfg.Watch.setModel(d.live, d.nw)
+	}
 	// Setup ends after the dial, or with a setup quantum after the mesh
 	// wait: then the mesh forms on SetupProcs cores too.
 	d.endSetup = sync.OnceFunc(func() {
@@ -373,11 +429,23 @@ func (d *driver) network() error {
 // handshake).
 func (d *driver) hosts() error {
 	for i := range d.draw.N {
+		nd := &node{}
+		d.nodes = append(d.nodes, nd)
+		if !d.local(i) {
+			continue
+		}
 		h, err := d.newHost(i)
 		if err != nil {
 			return fmt.Errorf("cell: %w", err)
 		}
-		d.nodes = append(d.nodes, &node{host: h})
+		nd.host = h
+	}
+	if d.part != nil {
+		d.peers = d.part.peers
+	} else {
+		for _, nd := range d.nodes {
+			d.peers = append(d.peers, nd.host.ID())
+		}
 	}
 	if d.cfg.onHosts != nil {
 		d.cfg.onHosts(d.hostList())
@@ -402,6 +470,9 @@ func (d *driver) startRouters() error {
 	group := sha256.Sum256(d.payload)
 	maxMsg := cfg.Payload + 64<<10
 	for i, nd := range d.nodes {
+		if nd.host == nil {
+			continue // another partition's
+		}
 		nd.tracer = newTracer(d.topicNames)
 		pol := d.policies
 		if cfg.routers == routerMixed && i%2 == 1 {
@@ -439,10 +510,16 @@ func (d *driver) dial() error {
 		return err
 	}
 	d.m.wDial = des.WallNow()
-	d.cfg.logf("cell seed %d: %d hosts in %.1f s", d.cfg.Seed, len(d.nodes), (d.m.wDial - d.m.w0).Seconds())
+	d.logf("cell seed %d: %d hosts in %.1f s", d.cfg.Seed, len(d.nodes), (d.m.wDial - d.m.w0).Seconds())
 	addr := func(i int) ma.Multiaddr { return hostAddr(d.cfg.Transport, i) }
-	if err := dialGraph(d.ctx, d.hostList(), d.graph, addr); err != nil {
+	if err := dialGraph(d.ctx, d.hostList(), d.peers, d.graph, addr); err != nil {
 		return fmt.Errorf("cell: dial: %w", err)
+	}
+	if d.part != nil {
+		// The dial is over once every partition's is.
+		if _, err := d.part.ask("dial", func() any { return nil }); err != nil {
+			return err
+		}
 	}
 	if d.cfg.SetupQuantum == 0 {
 		d.endSetup()
@@ -461,7 +538,7 @@ func (d *driver) mesh() error {
 	cfg, live := &d.cfg, d.live
 	p := &cfg.Profile
 	d.m.wMesh = des.WallNow()
-	cfg.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(d.graph.Edges), (d.m.wMesh - d.m.wDial).Seconds(), live.Now().Seconds())
+	d.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(d.graph.Edges), (d.m.wMesh - d.m.wDial).Seconds(), live.Now().Seconds())
 	if p.RouterStart != RouterBeforeDial {
 		if err := d.startRouters(); err != nil {
 			return err
@@ -479,6 +556,9 @@ func (d *driver) mesh() error {
 	}
 	// Every node joins and subscribes to every topic.
 	for i, nd := range d.nodes {
+		if nd.ps == nil {
+			continue // another partition's
+		}
 		var joinOpts []pubsub.TopicOpt
 		if d.isB {
 			joinOpts = append(joinOpts, pubsub.RequestPartialMessages())
@@ -538,7 +618,7 @@ func (d *driver) mesh() error {
 	}
 	d.endSetup()
 	d.m.wMeshEnd = des.WallNow()
-	cfg.logf("cell seed %d: meshes %s after %.2f s virtual (%.1f s wall)", cfg.Seed, stableWord(d.m.meshStable), (live.Now() - subscribed).Seconds(), (d.m.wMeshEnd - d.m.wMesh).Seconds())
+	d.logf("cell seed %d: meshes %s after %.2f s virtual (%.1f s wall)", cfg.Seed, stableWord(d.m.meshStable), (live.Now() - subscribed).Seconds(), (d.m.wMeshEnd - d.m.wMesh).Seconds())
 	return nil
 }
 
@@ -571,7 +651,7 @@ func (d *driver) warmup() error {
 		}
 		d.m.warmupS = live.Now() - ws
 		time.Sleep(cfg.Warmup.Gap.Duration())
-		cfg.logf("cell seed %d: warm-up %s took %.2f s virtual; publishing after a %v gap", cfg.Seed, cfg.Warmup, d.m.warmupS.Seconds(), cfg.Warmup.Gap.Duration())
+		d.logf("cell seed %d: warm-up %s took %.2f s virtual; publishing after a %v gap", cfg.Seed, cfg.Warmup, d.m.warmupS.Seconds(), cfg.Warmup.Gap.Duration())
 	}
 	if cfg.Background.Size > 0 {
 		topics := make([][]*pubsub.Topic, len(d.nodes))
@@ -654,7 +734,15 @@ func (d *driver) deliver() error {
 			close(allDone)
 		}
 	}
+	if d.part != nil {
+		// A split cell reads the completions at window ends; the
+		// tracers only tell the watch.
+		completed = cfg.Watch.completed
+	}
 	for i, nd := range d.nodes {
+		if nd.tracer == nil {
+			continue // another partition's
+		}
 		done := completed
 		if i == 0 {
 			done = nil // the publisher is not a receiver
@@ -666,42 +754,32 @@ func (d *driver) deliver() error {
 			}
 		}
 	}
-	at, err := d.snapshot(readNetwork)
+	at, err := d.snapshot(readPublish)
 	if err != nil {
 		return err
 	}
 	d.m.atPublish = at
-	d.m.conn = connState(d.hostList())
-	peerIDs := make([]peer.ID, len(d.nodes))
-	for i, nd := range d.nodes {
-		peerIDs[i] = nd.host.ID()
-	}
-	d.m.meshLatencyMS, d.m.graphLatency = meshLatency(at.nodes, peerIDs, d.draw, d.graph)
+	d.m.conn = at.conn.state()
+	d.m.meshLatencyMS, d.m.graphLatency = meshLatency(at.nodes, d.peers, d.draw, d.graph)
 	d.m.publishAt = time.Now()
 	d.m.publishAtS = d.live.Now()
 	cfg.Watch.setReceivers(len(d.nodes) - 1)
 	cfg.Watch.bound(d.m.publishAtS, cfg.Window, "the publish", "window")
-	if d.isB {
+	switch {
+	case !d.local(0): // another partition publishes
+	case d.isB:
 		err = d.nodes[0].part.Publish(d.bparts.Parts)
-	} else {
+	default:
 		err = publish(d.ctx, d.nodes[0].ps, d.nodes[0].topics, d.units, d.unitTopic, d.withheld, d.batch)
 	}
 	if err != nil {
 		return fmt.Errorf("cell: publish: %w", err)
 	}
-	window := time.NewTimer(cfg.Window.Duration())
-	select {
-	case <-allDone:
-		window.Stop()
-		// Let every goroutine run its part of this instant (as the
-		// harness's synctest.Wait does) before reading the counts.
-		cfg.Wait()
-		d.m.countsAt = CountsAtLastCompletion
-	case <-window.C:
-		d.m.countsAt = CountsAtWindowEnd
-	}
-	d.m.countsAfter = time.Since(d.m.publishAt)
-	if d.m.counts, err = d.snapshot(readAll); err != nil {
+	if d.part != nil {
+		if err := d.awaitSplit(); err != nil {
+			return err
+		}
+	} else if err := d.await(allDone); err != nil {
 		return err
 	}
 	// The measurement is over. Tearing hosts down while writers wait on
@@ -721,10 +799,62 @@ func (d *driver) deliver() error {
 	return err
 }
 
+// await waits, in one bubble, for the last receiver's completion
+// (allDone) or the window's end, and reads the counts there.
+func (d *driver) await(allDone <-chan struct{}) error {
+	cfg := &d.cfg
+	window := time.NewTimer(cfg.Window.Duration())
+	select {
+	case <-allDone:
+		window.Stop()
+		// Let every goroutine run its part of this instant (as the
+		// harness's synctest.Wait does) before reading the counts.
+		cfg.Wait()
+		d.m.countsAt = CountsAtLastCompletion
+	case <-window.C:
+		d.m.countsAt = CountsAtWindowEnd
+	}
+	d.m.countsAfter = time.Since(d.m.publishAt)
+	var err error
+	d.m.counts, err = d.snapshot(readAll)
+	return err
+}
+
+// awaitSplit is await for a split cell: at each window's end it reads
+// whether every receiver is complete (and, in a partition whose receivers
+// all are, everything the counts read), until all are or the window has
+// passed. The counts are those at the first window's end after the last
+// completion (or after the window's end).
+func (d *driver) awaitSplit() error {
+	for {
+		v, err := d.snapshot(readCompletion)
+		if err != nil {
+			return err
+		}
+		complete := true
+		for _, nv := range v.nodes[1:] {
+			complete = complete && nv.delivered
+		}
+		if complete {
+			d.m.countsAt, d.m.counts = CountsAtLastCompletion, v
+			break
+		}
+		if d.live.Now()-d.m.publishAtS >= d.cfg.Window {
+			d.m.countsAt = CountsAtWindowEnd
+			if d.m.counts, err = d.snapshot(readAll); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	d.m.countsAfter = time.Since(d.m.publishAt)
+	return nil
+}
+
 // verify rebuilds the payload at every complete receiver from the units
 // (or parts) it held at the counts, with Verify.
 func (d *driver) verify() error {
-	if !d.cfg.Verify {
+	if !d.cfg.Verify || !d.first() {
 		return nil
 	}
 	for i, nv := range d.m.counts.nodes {
@@ -802,6 +932,12 @@ func (d *driver) teardown() (err error) {
 	}
 	d.m.wEnd = des.WallNow()
 	if d.liveStarted {
+		if d.part != nil {
+			// The other partitions meet this one at every window's end
+			// until all are done.
+			d.part.finish()
+			<-d.live.WindowsEnded()
+		}
 		d.live.Stop()
 	}
 	d.restoreProcs()
@@ -812,7 +948,12 @@ func (d *driver) teardown() (err error) {
 // that never finishes (a writer that misses its wake-up, a connection that
 // never drains) would otherwise run the clock on for ever.
 func (d *driver) closeHosts() error {
-	hs := d.hostList()
+	var hs []host.Host
+	for _, h := range d.hostList() {
+		if h != nil {
+			hs = append(hs, h)
+		}
+	}
 	if len(hs) == 0 {
 		return nil
 	}
@@ -850,13 +991,24 @@ const (
 	// with Verify, what each complete node holds (the units' data, or
 	// variant B's parts).
 	readAll
+	// readPublish is readNetwork and quic-go's connection state.
+	readPublish
+	// readCompletion is readMeshes, or readAll where every receiver is
+	// complete (a split cell's wait for the last completion).
+	readCompletion
 )
+
+// String names the reading (a split cell's question).
+func (r reading) String() string {
+	return [...]string{"meshes", "network", "all", "publish", "completion"}[r]
+}
 
 // view is the cell's state at one instant, as snapshot read it.
 type view struct {
 	nodes          []nodeView
 	net            []netmodel.Counters // readNetwork and readAll
 	up, down, host []*queues.Stats     // readAll; copies
+	conn           connSamples         // readPublish
 }
 
 // nodeView is one node's state, as snapshot read it.
@@ -897,16 +1049,47 @@ func (v nodeView) meshPeers() []peer.ID { return v.firstMesh }
 // driver's only reader of the nodes' state (their tracers, variant B's
 // nodes, the network's counters and queues): the phases call it where they
 // look (each poll of the mesh and warm-up waits, the publish, the end of
-// the delivery, the start of the teardown), so that a driver that advances
-// the nodes in several bubbles in lock-step windows can read them at
-// window ends only. Variant B's nodes are read on their pubsub event
-// loops. What tells the driver that the last receiver completed is not a
-// read: the tracers signal it as it happens.
+// the delivery, the start of the teardown). In a split cell it asks every
+// partition, which read their nodes at the next window's end. Variant B's
+// nodes are read on their pubsub event loops. In one bubble, what tells
+// the driver that the last receiver completed is not a read: the tracers
+// signal it as it happens.
 func (d *driver) snapshot(what reading) (*view, error) {
-	v := &view{nodes: make([]nodeView, len(d.nodes))}
+	if d.part == nil {
+		return d.read(what)
+	}
+	vals, err := d.part.ask(what.String(), func() any {
+		v, err := d.read(what)
+		if err != nil {
+			return err
+		}
+		return v
+	})
+	if err != nil {
+		return nil, err
+	}
+	return mergeViews(vals, d.part.split)
+}
+
+// read reads this partition's nodes (every node in one bubble); the
+// slices are indexed by node, another partition's left zero.
+func (d *driver) read(what reading) (*view, error) {
+	n := len(d.nodes)
+	v := &view{nodes: make([]nodeView, n)}
+	if what == readCompletion {
+		what = readAll
+		for i, nd := range d.nodes {
+			if i > 0 && nd.tracer != nil && !nd.tracer.view(false).delivered {
+				what = readMeshes
+				break
+			}
+		}
+	}
 	keep := what == readAll && d.cfg.Verify
 	for i, nd := range d.nodes {
-		v.nodes[i] = nd.tracer.view(keep)
+		if nd.tracer != nil {
+			v.nodes[i] = nd.tracer.view(keep)
+		}
 	}
 	if what == readAll {
 		for i, nd := range d.nodes {
@@ -928,6 +1111,9 @@ func (d *driver) snapshot(what reading) (*view, error) {
 	if what == readMeshes {
 		return v, nil
 	}
+	if what == readPublish {
+		v.conn = readConns(d.hostList())
+	}
 	if d.sn != nil {
 		d.readSimnet(v, what)
 		return v, nil
@@ -935,13 +1121,23 @@ func (d *driver) snapshot(what reading) (*view, error) {
 	copyStats := func(s *queues.Stats) *queues.Stats { c := *s; return &c }
 	d.live.Lock()
 	defer d.live.Unlock()
-	for _, nd := range d.nw.Nodes() {
-		v.net = append(v.net, nd.Counters)
+	v.net = make([]netmodel.Counters, n)
+	if what == readAll {
+		v.up, v.down = make([]*queues.Stats, n), make([]*queues.Stats, n)
+		if d.cfg.Profile.HostQdisc != "" {
+			v.host = make([]*queues.Stats, n)
+		}
+	}
+	for i, nd := range d.nw.Nodes() {
+		if nd.Remote() {
+			continue
+		}
+		v.net[i] = nd.Counters
 		if what == readAll {
-			v.up = append(v.up, copyStats(nd.Up().Qdisc().Stats()))
-			v.down = append(v.down, copyStats(nd.Down().Qdisc().Stats()))
-			if h := nd.Host(); h != nil {
-				v.host = append(v.host, copyStats(h.Qdisc().Stats()))
+			v.up[i] = copyStats(nd.Up().Qdisc().Stats())
+			v.down[i] = copyStats(nd.Down().Qdisc().Stats())
+			if h := nd.Host(); h != nil && v.host != nil {
+				v.host[i] = copyStats(h.Qdisc().Stats())
 			}
 		}
 	}
@@ -965,7 +1161,10 @@ func (d *driver) record() *Record {
 		Background: cfg.Background.String(), BackgroundLeadS: cfg.Background.Lead.Seconds(),
 		BTimeoutS: cfg.BTimeout.Seconds(), BFixed: cfg.BFixed,
 		Transport: cfg.Transport, Backend: cfg.Backend, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
-		SetupQuantumS: cfg.SetupQuantum.Seconds(),
+		SetupQuantumS: cfg.SetupQuantum.Seconds(), Partitions: 1,
+	}
+	if d.part != nil {
+		rec.Partitions, rec.PartitionWindowMS = d.part.split.K, d.part.window.Seconds()*1000
 	}
 	if cfg.Topology != nil {
 		draw := d.draw

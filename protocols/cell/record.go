@@ -204,8 +204,12 @@ type Record struct {
 	// SetupQuantumS is the setup phases' quantum (Config.SetupQuantum),
 	// 0 when setup ran exact.
 	SetupQuantumS float64 `json:"setup_quantum_s"`
-	Version       string  `json:"version"`
-	MeshStable    bool    `json:"mesh_stable"`
+	// Partitions is how many partitions the cell ran in (Config.Partitions;
+	// 1: one bubble), and PartitionWindowMS their window.
+	Partitions        int     `json:"partitions"`
+	PartitionWindowMS float64 `json:"partition_window_ms,omitempty"`
+	Version           string  `json:"version"`
+	MeshStable        bool    `json:"mesh_stable"`
 	// MeshLatencyMS is the mean one-way latency of the mesh links at the
 	// publish; GraphLatencyMS that of the dial graph's edges.
 	MeshLatencyMS  float64 `json:"mesh_latency_ms"`

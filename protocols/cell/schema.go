@@ -35,12 +35,16 @@ const RecordSchema = 1
 // What a schema-0 record lacks otherwise stays at its zero value. A
 // record of a schema newer than RecordSchema is refused: this build does
 // not know its fields' meanings. Migrate of a current record changes
-// nothing.
+// nothing but fields added since with a default: partitions (1).
 func (r *Record) Migrate() error {
 	switch {
 	case r.Schema > RecordSchema || r.Schema < 0:
 		return &SchemaError{r.Schema}
-	case r.Schema == RecordSchema:
+	}
+	if r.Partitions == 0 {
+		r.Partitions = 1 // a record from before partitions: one bubble
+	}
+	if r.Schema == RecordSchema {
 		return nil
 	}
 	r.migrate0()

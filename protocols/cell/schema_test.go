@@ -15,7 +15,7 @@ func schemaRecord(rows bool) *Record {
 	r := &Record{
 		Schema: RecordSchema, Key: "k", Arm: "wholend", Profile: "harness", Version: "v", N: 5, WindowS: 8,
 		CountsAt: CountsAtWindowEnd, CountsAtS: 8, PubBytes: 1100, PubWireBytes: 1500,
-		Knobs: map[string]string{"shaper": "serial"},
+		Knobs: map[string]string{"shaper": "serial"}, Partitions: 1,
 	}
 	times := []float64{0.5, 0.7, 1.31, math.Inf(1)}
 	r.fill(times, 3)
@@ -77,6 +77,16 @@ func TestMigrateSchema0(t *testing.T) {
 
 	// Written without the schema but with every later field.
 	require.Equal(t, want, decode(t, schema0(t, want, nil)))
+	// Written before partitions, in either schema: one bubble.
+	require.Equal(t, want, decode(t, schema0(t, want, nil, "partitions")))
+	b, err := json.Marshal(want)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	delete(m, "partitions")
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.Equal(t, want, decode(t, b))
 	// Without counts_at: publisher_bytes held the uplink's figure.
 	old := schema0(t, want, map[string]any{"publisher_bytes": 1500},
 		"counts_at", "counts_at_s", "publisher_wire_bytes", "late_receivers", "completion_us")

@@ -1,0 +1,153 @@
+package cell
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// enterBubbles runs body(0..k-1) at once, each in a synctest bubble of its
+// own (a subtest each), as the command's bubble.RunSplit does.
+func enterBubbles(t *testing.T) func(k int, body func(part int) error) error {
+	return func(k int, body func(part int) error) error {
+		errs := make([]error, k)
+		var wg sync.WaitGroup
+		for part := range k {
+			wg.Go(func() {
+				t.Run(fmt.Sprintf("partition-%d", part), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						defer func() {
+							if r := recover(); r != nil {
+								errs[part] = fmt.Errorf("panic: %v", r)
+							}
+						}()
+						errs[part] = body(part)
+					})
+				})
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+}
+
+// splitConfig is a 20-node QUIC cell of the harness profile: small meshes
+// (D 4) on a degree-10 graph, a 256 KiB message.
+func splitConfig(t *testing.T, k int) Config {
+	t.Helper()
+	p, err := LookupProfile("harness")
+	require.NoError(t, err)
+	g := StudyGossip()
+	g.D, g.Dlo, g.Dhi = 4, 3, 6
+	return Config{Seed: 7, N: 20, Degree: 10, Payload: 256 << 10, Profile: p, Gossip: g, Partitions: k, Verify: true, Wait: synctest.Wait}
+}
+
+// TestSplitCell: a 20-node cell split over two and three partitions runs
+// every phase across bubbles: every receiver completes and rebuilds the
+// payload, every connection end is seen at the publish, the record names
+// its partitions and window, and the delivery takes what it takes in one
+// bubble (quic-go's keys and connection ids are random, so not exactly).
+func TestSplitCell(t *testing.T) {
+	var one *Record
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		one, err = Run(splitConfig(t, 1))
+		require.NoError(t, err)
+	})
+	require.Equal(t, 1, one.Partitions)
+	for _, k := range []int{2, 3} {
+		t.Run(fmt.Sprintf("K=%d", k), func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			rec, err := RunSplit(splitConfig(t, k), enterBubbles(t))
+			require.NoError(t, err)
+			require.Equal(t, k, rec.Partitions)
+			// The geo model's smallest latency between the cell's nodes.
+			require.Greater(t, rec.PartitionWindowMS, 1.0)
+			require.Equal(t, 19, rec.Completed, "receivers complete")
+			require.Equal(t, 19, rec.Verified, "receivers that rebuilt the payload")
+			require.Equal(t, CountsAtLastCompletion, rec.CountsAt)
+			require.NotNil(t, rec.ConnAtPublish)
+			require.Equal(t, 20*10, rec.ConnAtPublish.Ends) // 100 edges, two ends each
+			require.True(t, rec.MeshStable)
+			require.NotNil(t, rec.P50S)
+			t.Logf("K=%d: p50 %.3f s, p99 %.3f s (one bubble: %.3f s, %.3f s); window %.3f ms; %d packets", k, *rec.P50S, *rec.P99S, *one.P50S, *one.P99S, rec.PartitionWindowMS, rec.SimPackets)
+			require.InEpsilon(t, *one.P50S, *rec.P50S, 0.25)
+			require.NotEqual(t, one.Key, rec.Key, "the partitions are part of the key")
+			// The bubbles are gone, and with them every goroutine.
+			if !assertGoroutines(t, before) {
+				buf := make([]byte, 1<<20)
+				t.Logf("%d before\n%s", before, buf[:runtime.Stack(buf, true)])
+			}
+		})
+	}
+}
+
+// assertGoroutines waits up to 5 s for the goroutines to be back to
+// before (the test binary's own come and go).
+func assertGoroutines(t *testing.T, before int) bool {
+	t.Helper()
+	for range 500 {
+		if runtime.NumGoroutine() <= before {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return assert.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left")
+}
+
+// TestSplitCellFailure: an error, or a panic, in one partition's phase
+// ends every partition with that error as an ordinary error, and leaves no
+// goroutine behind.
+func TestSplitCellFailure(t *testing.T) {
+	for _, phase := range []string{"hosts", "dial", "mesh", "delivery", "teardown"} {
+		for _, panics := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/panic=%v", phase, panics), func(t *testing.T) {
+				before := runtime.NumGoroutine()
+				cfg := splitConfig(t, 2)
+				cfg.Payload = 64 << 10
+				cfg.fault = func(name string) error {
+					if name != phase {
+						return nil
+					}
+					if panics {
+						panic("injected in " + name)
+					}
+					return errors.New("injected in " + name)
+				}
+				_, err := RunSplit(cfg, enterBubbles(t))
+				require.ErrorContains(t, err, "injected in "+phase)
+				require.ErrorContains(t, err, "partition 0")
+				assertGoroutines(t, before)
+			})
+		}
+	}
+}
+
+// TestSplitCheck: what a split cell cannot run is refused before any
+// host is built.
+func TestSplitCheck(t *testing.T) {
+	for _, c := range []struct {
+		edit func(c *Config)
+		want string
+	}{
+		{func(c *Config) { c.Partitions = 21 }, "more partitions than the cell's 20 nodes"},
+		{func(c *Config) { c.Partitions = MaxPartitions + 1 }, "at most 256"},
+		{func(c *Config) { c.Backend = BackendSimnet }, "the simnet backend runs in one bubble"},
+		{func(c *Config) { c.Warmup = Warmup{Kind: "payload"} }, "a warm-up (payload) is not supported"},
+		{func(c *Config) { c.Arm = "bfixed" }, "variant B"},
+	} {
+		cfg := splitConfig(t, 2)
+		c.edit(&cfg)
+		require.ErrorContains(t, cfg.Check(), c.want)
+	}
+	cfg := splitConfig(t, 2)
+	_, err := Run(cfg)
+	require.ErrorContains(t, err, "RunSplit")
+}
