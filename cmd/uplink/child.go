@@ -379,6 +379,20 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	var rec *cell.Record
+	if c.Partitions > 1 {
+		err := bubble.RunSplit(func(enter bubble.Enter) error {
+			var err error
+			rec, err = cell.RunSplit(c, enter)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := finishProfiles(); err != nil {
+			return err
+		}
+		return json.NewEncoder(stdout).Encode(rec)
+	}
 	err := bubble.Run(func(*testing.T) error {
 		var err error
 		rec, err = cell.Run(c)

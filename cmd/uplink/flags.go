@@ -90,6 +90,7 @@ type commonFlags struct {
 	knobs, gossip                      []string
 	wireEncoding, network              string
 	jobs, gomaxprocs, setupProcs, gogc int
+	partitions                         int
 	setupQuantum, progressEvery        time.Duration
 	memLimit, mem, shard               string
 	listCells, quiet                   bool
@@ -114,6 +115,7 @@ const (
 	listCellsHelp = "print the sweep's cells (after --shard) with their keys and estimated wall time and memory, and exit"
 	networkHelp   = "network the cells run on: uplink (uplink's own model) or simnet (go-libp2p's simnet, github.com/marcopolo/simnet, the study's harness network: QUIC only, the harness profile's network knobs, no --qdisc-file, no --setup-quantum; its records list what it does not model)"
 	// setupQuantumHelp describes --setup-quantum.
+	partitionsHelp   = "split each cell's nodes over this many partitions, each on a core of its own, advancing in lock-step windows of the smallest one-way latency between them (docs/model.md, Partitions); 1: one bubble. Part of the cell key and recorded as partitions"
 	setupQuantumHelp = "fidelity setting: during setup (hosts, dial, mesh formation) real code sees the network only at multiples of this, e.g. 1ms, so setup runs on --setup-procs cores; every latency seen in setup is rounded up to it; 0 keeps setup exact. Recorded as setup_quantum_s"
 )
 
@@ -144,7 +146,8 @@ func (c *commonFlags) register(g *flagGroups, d commonDefaults) {
 	perf.IntVar(&c.jobs, "jobs", 2, "cells run in parallel, one process each")
 	perf.StringVar(&c.shard, "shard", "", shardHelp)
 	perf.StringVar(&c.mem, "mem", "", memHelp)
-	perf.IntVar(&c.gomaxprocs, "gomaxprocs", 1, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell is fastest; run cells in parallel with --jobs)")
+	perf.IntVar(&c.partitions, "partitions", 1, partitionsHelp)
+	perf.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell, or per partition, is fastest); 0: --partitions")
 	perf.IntVar(&c.setupProcs, "setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	perf.DurationVar(&c.setupQuantum, "setup-quantum", 0, setupQuantumHelp)
 	perf.IntVar(&c.gogc, "gogc", 400, "GOGC of each cell process")
@@ -161,6 +164,7 @@ type sweepSettings struct {
 	backend      string // cell.Config.Backend: "" or cell.BackendSimnet
 	setupQuantum des.Time
 	setupProcs   int
+	partitions   int // cell.Config.Partitions: 0 for one bubble
 	mem          string
 	shard        string
 	listCells    bool
@@ -218,7 +222,20 @@ func (c *commonFlags) check() (sweepSettings, error) {
 	if err := checkProgressEvery(c.progressEvery); err != nil {
 		return s, err
 	}
-	env, err := cellEnv(c.gomaxprocs, c.gogc, c.memLimit)
+	if err := flagCount("partitions", c.partitions, 1, cell.MaxPartitions); err != nil {
+		return s, err
+	}
+	if c.partitions > 1 {
+		s.partitions = c.partitions
+		if c.network != networkUplink {
+			return s, usageError{fmt.Errorf("--partitions %d: --network %s runs in one bubble; drop --partitions", c.partitions, c.network)}
+		}
+	}
+	procs := c.gomaxprocs
+	if procs == 0 {
+		procs = c.partitions
+	}
+	env, err := cellEnv(procs, c.gogc, c.memLimit)
 	if err != nil {
 		return s, err
 	}

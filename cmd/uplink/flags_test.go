@@ -55,12 +55,16 @@ func TestCommonFlags(t *testing.T) {
 		}
 	})
 	require.ElementsMatch(t, []string{"seeds", "network", "knob", "gossip", "wire-encoding", "list-cells", "quiet", "progress-every",
-		"jobs", "shard", "mem", "gomaxprocs", "setup-procs", "setup-quantum", "gogc", "memlimit"}, names)
+		"jobs", "shard", "mem", "partitions", "gomaxprocs", "setup-procs", "setup-quantum", "gogc", "memlimit"}, names)
 
 	checkUsageErrors(t, []usageCase{
 		{[]string{"run", "--seeds", ""}, "--seeds: \"\": want seeds"},
 		{[]string{"validate", "--table", "s5_sndbuf", "--jobs", "0"}, "--jobs: \"0\""},
-		{[]string{"run", "--gomaxprocs", "0"}, "--gomaxprocs: \"0\""},
+		{[]string{"run", "--gomaxprocs", "-1"}, "--gomaxprocs: \"-1\""},
+		{[]string{"run", "--partitions", "0"}, "--partitions: \"0\""},
+		{[]string{"run", "--partitions", "257"}, "--partitions: \"257\""},
+		{[]string{"run", "--partitions", "2", "--network", "simnet"}, "--network simnet runs in one bubble"},
+		{[]string{"run", "--partitions", "30", "--nodes", "20", "--degree", "6"}, "more partitions than the cell's 20 nodes"},
 		{[]string{"validate", "--study", "pie", "--wire-encoding", "zip"}, "--wire-encoding"},
 		{[]string{"run", "--progress-every", "1ms"}, "--progress-every 1ms"},
 		{[]string{"validate", "--table", "s5_sndbuf", "--gossip", "Dlazy"}, "--gossip \"Dlazy\": want name=value"},

@@ -150,7 +150,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		Encoding: set.encoding,
 		Verify:   *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
 		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: buildVersion(),
-		Gossip: set.gossip, SetupQuantum: set.setupQuantum, Backend: set.backend,
+		Gossip: set.gossip, SetupQuantum: set.setupQuantum, Backend: set.backend, Partitions: set.partitions,
 	}
 	if *qdiscFile != "" {
 		f, err := os.Open(*qdiscFile)
