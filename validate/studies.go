@@ -31,6 +31,13 @@ type Variant struct {
 	Warmup    cell.Warmup
 	BTimeout  des.Time // variant B's first request timeout (0: the arm's)
 	BFixed    bool     // variant B's timeout does not adapt
+	// Partitions, when set, runs the variant's cells in that many
+	// partitions (cell.Config.Partitions) over the base's.
+	Partitions int
+	// Replicate, when set, makes the variant's cells repeats of the same
+	// cells under another key (cell.Config.Replicate): their difference
+	// from the baseline is the run-to-run spread.
+	Replicate int
 	// Skip lists arms (any catalogue name) the variant does not run,
 	// because under it they are another arm's cell (the study's Note
 	// says why).
@@ -308,6 +315,10 @@ func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Con
 		c.Transport = "quic"
 	}
 	c.Warmup, c.BTimeout, c.BFixed = v.Warmup, v.BTimeout, v.BFixed
+	if v.Partitions != 0 {
+		c.Partitions = v.Partitions
+	}
+	c.Replicate = v.Replicate
 	if s.Degree != 0 {
 		c.Degree = s.Degree
 	}

@@ -328,6 +328,9 @@ type variantFile struct {
 	Gossip    map[string]string `json:"gossip"`
 	Payload   string            `json:"payload"`
 	Skip      []string          `json:"skip"`
+	// Partitions and Replicate: Variant's.
+	Partitions int `json:"partitions"`
+	Replicate  int `json:"replicate"`
 }
 
 // Bounds of a study file.
@@ -335,6 +338,7 @@ const (
 	maxStudyFile  = 1 << 20 // bytes
 	maxStudySeeds = 10_000
 	maxPayload    = 1 << 30
+	maxReplicate  = 1000
 )
 
 // CompareStats are the statistics a study file may compare variants by.
@@ -407,8 +411,13 @@ func ReadStudy(r io.Reader) (Study, error) {
 	}
 	labels := map[string]bool{}
 	for i, vf := range f.Variants {
-		v := Variant{Label: strings.TrimSpace(vf.Label), Profile: vf.Profile, Transport: vf.Transport, Knobs: vf.Knobs, Gossip: vf.Gossip, Skip: vf.Skip}
+		v := Variant{Label: strings.TrimSpace(vf.Label), Profile: vf.Profile, Transport: vf.Transport, Knobs: vf.Knobs, Gossip: vf.Gossip, Skip: vf.Skip,
+			Partitions: vf.Partitions, Replicate: vf.Replicate}
 		switch {
+		case v.Partitions < 0 || v.Partitions > cell.MaxPartitions:
+			return bad("variant %q: partitions %d: want 1 to %d (0: the command's --partitions)", v.Label, v.Partitions, cell.MaxPartitions)
+		case v.Replicate < 0 || v.Replicate > maxReplicate:
+			return bad("variant %q: replicate %d: want 0 to %d", v.Label, v.Replicate, maxReplicate)
 		case v.Label == "":
 			return bad("variant %d: no label", i)
 		case labels[v.Label]:

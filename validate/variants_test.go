@@ -2,6 +2,7 @@ package validate
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,6 +194,8 @@ func TestReadStudy(t *testing.T) {
 		{`"profile": "shadow"`, `"profile": "shadow", "gossip": {"settle": "1"}`, `unknown gossip knob "settle"`},
 		{`"profile": "shadow"`, `"profile": "shadow", "transport": "udp"`, `transport "udp"`},
 		{`, {"label": "b", "profile": "shadow"}`, ``, "1 variants: want two or more"},
+		{`"profile": "shadow"`, `"profile": "shadow", "partitions": -1`, `variant "b": partitions -1: want 1 to 256`},
+		{`"profile": "shadow"`, `"profile": "shadow", "replicate": 1001`, `variant "b": replicate 1001: want 0 to 1000`},
 	} {
 		require.Contains(t, ok, c.from)
 		_, err := ReadStudy(strings.NewReader(strings.Replace(ok, c.from, c.to, 1)))
@@ -214,4 +217,27 @@ func TestGossipSettings(t *testing.T) {
 		_, err := settingKind(name)
 		require.NoError(t, err)
 	}
+}
+
+// TestStudyPartitionsReplicate: a variant's partitions and replicate
+// reach its cells: the partitions split the cell, the replicate only
+// changes the key, and both are in the records' keys.
+func TestStudyPartitionsReplicate(t *testing.T) {
+	s, err := ReadStudy(strings.NewReader(`{"name": "p", "arms": ["wholend"], "nodes": 12, "seeds": [7], "variants": [
+		{"label": "one", "profile": "harness"},
+		{"label": "again", "profile": "harness", "replicate": 1},
+		{"label": "two", "profile": "harness", "partitions": 2}]}`))
+	require.NoError(t, err)
+	cells, err := s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	require.Len(t, cells, 3)
+	var keys []string
+	for i, sc := range cells {
+		c := sc.Configs[0]
+		require.Equal(t, []int{0, 1, 0}[i], c.Replicate)
+		require.Equal(t, []int{0, 0, 2}[i], c.Partitions)
+		require.NoError(t, c.Check())
+		keys = append(keys, c.Key())
+	}
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(keys))), 3, "three distinct cells")
 }

@@ -118,6 +118,11 @@ type Config struct {
 	// in a bubble of its own, advancing in lock-step windows (RunSplit);
 	// 0 or 1: one bubble. Part of the key when above 1.
 	Partitions int `json:",omitempty"`
+	// Replicate, when positive, makes the cell a repeat of the same cell
+	// under another key: it changes nothing that runs (quic-go's keys and
+	// connection ids are random, so a repeat measures the run-to-run
+	// spread).
+	Replicate int `json:",omitempty"`
 	// Backend is the network the cell runs on: "" for uplink's model (left
 	// out of the key), or BackendSimnet for github.com/marcopolo/simnet
 	// v0.0.7 (QUIC, the harness profile's network knobs; checkBackend).

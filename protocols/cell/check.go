@@ -38,6 +38,9 @@ func (c Config) Check() error {
 	if err := c.checkPartitions(arm); err != nil {
 		return err
 	}
+	if c.Replicate < 0 {
+		return fmt.Errorf("replicate %d: want 0 (the first run) or more", c.Replicate)
+	}
 	if c.Topology != nil {
 		if err := c.Topology.Validate(); err != nil {
 			return fmt.Errorf("topology: %w", err)

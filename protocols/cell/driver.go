@@ -1166,6 +1166,7 @@ func (d *driver) record() *Record {
 	if d.part != nil {
 		rec.Partitions, rec.PartitionWindowMS = d.part.split.K, d.part.window.Seconds()*1000
 	}
+	rec.Replicate = cfg.Replicate
 	if cfg.Topology != nil {
 		draw := d.draw
 		rec.N, rec.NSize, rec.Degree, rec.Net, rec.Latency = draw.N, draw.N, draw.Degree, draw.Scenario, draw.Model

@@ -208,8 +208,10 @@ type Record struct {
 	// 1: one bubble), and PartitionWindowMS their window.
 	Partitions        int     `json:"partitions"`
 	PartitionWindowMS float64 `json:"partition_window_ms,omitempty"`
-	Version           string  `json:"version"`
-	MeshStable        bool    `json:"mesh_stable"`
+	// Replicate is Config.Replicate: 0 for the first run of a cell.
+	Replicate  int    `json:"replicate,omitempty"`
+	Version    string `json:"version"`
+	MeshStable bool   `json:"mesh_stable"`
 	// MeshLatencyMS is the mean one-way latency of the mesh links at the
 	// publish; GraphLatencyMS that of the dial graph's edges.
 	MeshLatencyMS  float64 `json:"mesh_latency_ms"`
