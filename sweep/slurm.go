@@ -31,6 +31,9 @@ type Plan struct {
 	Cells    int    `json:"cells"`
 	// TaskMemMiB and TaskTime are each task's request (MemMiB, TimeLimit).
 	TaskMemMiB int64       `json:"task_mem_mib"`
+	// TaskCPUs is each task's CPU request: the most partitions of a cell
+	// (a split cell runs a partition per core), 1 without.
+	TaskCPUs   int         `json:"task_cpus"`
 	TaskTime   string      `json:"task_time"`
 	ShardPlans []ShardPlan `json:"shard_plans"`
 }
@@ -85,6 +88,10 @@ func NewPlan(binary string, command []string, dir, workDir string, cfgs []cell.C
 		p.ShardPlans = append(p.ShardPlans, sp)
 	}
 	p.TaskMemMiB = p.MemMiB()
+	p.TaskCPUs = 1
+	for _, c := range cfgs {
+		p.TaskCPUs = max(p.TaskCPUs, c.Partitions)
+	}
 	p.TaskTime = SlurmTime(p.TimeLimit())
 	return p, nil
 }
@@ -171,7 +178,7 @@ func (p *Plan) ArrayScript() string {
 	b.WriteString("#!/bin/bash\n")
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", p.Name())
 	fmt.Fprintf(&b, "#SBATCH --array=0-%d%%%d\n", p.Shards-1, p.Parallel)
-	b.WriteString("#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n")
+	fmt.Fprintf(&b, "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=%d\n", max(p.TaskCPUs, 1))
 	fmt.Fprintf(&b, "#SBATCH --mem=%dM\n", p.MemMiB())
 	fmt.Fprintf(&b, "#SBATCH --time=%s\n", SlurmTime(p.TimeLimit()))
 	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(p.Dir, "shard-%a.out"))
@@ -264,7 +271,7 @@ spec:
                   fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"
           resources:
             requests:
-              cpu: "1"
+              cpu: "%d"
               memory: %dMi
           volumeMounts:
             - name: sweep
@@ -273,7 +280,7 @@ spec:
         - name: sweep
           %s
 `, p.Shards, p.Cells, shellJoin(p.Command), q(p.Name()), p.Shards, p.Parallel, q(image), q(K8sMount),
-		strings.Join(args, ", "), p.MemMiB(), q(K8sMount), volume)
+		strings.Join(args, ", "), max(p.TaskCPUs, 1), p.MemMiB(), q(K8sMount), volume)
 }
 
 // shellQuote quotes s for the shell where it needs quoting.

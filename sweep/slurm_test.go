@@ -129,6 +129,14 @@ func TestArrayScript(t *testing.T) {
 	} {
 		require.Contains(t, lines, want, script)
 	}
+	// A split cell asks for a CPU per partition.
+	split := slurmCells(t)
+	split[1].Partitions = 4
+	ps, err := NewPlan(bin, runCommand, filepath.Join(dir, "sweep"), dir, split, 3, 2)
+	require.NoError(t, err)
+	require.Equal(t, 4, ps.TaskCPUs)
+	require.Contains(t, strings.Split(ps.ArrayScript(), "\n"), "#SBATCH --cpus-per-task=4")
+	require.Contains(t, ps.K8sJob("uplink:test", "sweep-pvc"), `cpu: "4"`)
 	// Every #SBATCH line comes before the first command.
 	last := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "set ") })
 	for i, l := range lines {
