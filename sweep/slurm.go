@@ -30,7 +30,7 @@ type Plan struct {
 	Parallel int    `json:"parallel"`
 	Cells    int    `json:"cells"`
 	// TaskMemMiB and TaskTime are each task's request (MemMiB, TimeLimit).
-	TaskMemMiB int64       `json:"task_mem_mib"`
+	TaskMemMiB int64 `json:"task_mem_mib"`
 	// TaskCPUs is each task's CPU request: the most partitions of a cell
 	// (a split cell runs a partition per core), 1 without.
 	TaskCPUs   int         `json:"task_cpus"`
