@@ -151,6 +151,8 @@ type measured struct {
 	// teardown's, the hosts closed (0 when they did not close) and the
 	// teardown's end.
 	w0, wDial, wMesh, wMeshEnd, wDelivery, wTeardown, wClosed, wEnd time.Duration
+	// The same instants' busy CPU time (des.BusyCPU).
+	c0, cDial, cMesh, cMeshEnd, cDelivery, cTeardown, cClosed time.Duration
 
 	firstHeartbeat time.Duration // from the subscriptions to the routers' next heartbeat
 	meshStable     bool
@@ -236,7 +238,7 @@ func (d *driver) content() error {
 	if err := d.phaseStart("hosts"); err != nil {
 		return err
 	}
-	d.m.w0 = des.WallNow()
+	d.m.w0, d.m.c0 = des.WallNow(), des.BusyCPU()
 	cfg := &d.cfg
 	if cfg.SetupProcs > 0 && d.part == nil {
 		prev := runtime.GOMAXPROCS(cfg.SetupProcs)
@@ -509,7 +511,7 @@ func (d *driver) dial() error {
 	if err := d.phaseStart("dial"); err != nil {
 		return err
 	}
-	d.m.wDial = des.WallNow()
+	d.m.wDial, d.m.cDial = des.WallNow(), des.BusyCPU()
 	d.logf("cell seed %d: %d hosts in %.1f s", d.cfg.Seed, len(d.nodes), (d.m.wDial - d.m.w0).Seconds())
 	addr := func(i int) ma.Multiaddr { return hostAddr(d.cfg.Transport, i) }
 	if err := dialGraph(d.ctx, d.hostList(), d.peers, d.graph, addr); err != nil {
@@ -537,7 +539,7 @@ func (d *driver) mesh() error {
 	}
 	cfg, live := &d.cfg, d.live
 	p := &cfg.Profile
-	d.m.wMesh = des.WallNow()
+	d.m.wMesh, d.m.cMesh = des.WallNow(), des.BusyCPU()
 	d.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(d.graph.Edges), (d.m.wMesh - d.m.wDial).Seconds(), live.Now().Seconds())
 	if p.RouterStart != RouterBeforeDial {
 		if err := d.startRouters(); err != nil {
@@ -617,7 +619,7 @@ func (d *driver) mesh() error {
 		}
 	}
 	d.endSetup()
-	d.m.wMeshEnd = des.WallNow()
+	d.m.wMeshEnd, d.m.cMeshEnd = des.WallNow(), des.BusyCPU()
 	d.logf("cell seed %d: meshes %s after %.2f s virtual (%.1f s wall)", cfg.Seed, stableWord(d.m.meshStable), (live.Now() - subscribed).Seconds(), (d.m.wMeshEnd - d.m.wMesh).Seconds())
 	return nil
 }
@@ -714,7 +716,7 @@ func (d *driver) deliver() error {
 	if err := d.phaseStart("delivery"); err != nil {
 		return err
 	}
-	d.m.wDelivery = des.WallNow()
+	d.m.wDelivery, d.m.cDelivery = des.WallNow(), des.BusyCPU()
 	cfg := &d.cfg
 	ids := d.units.IDs()
 	need := d.units.Need
@@ -792,7 +794,7 @@ func (d *driver) deliver() error {
 	if err := d.phaseStart("teardown"); err != nil {
 		return err
 	}
-	d.m.wTeardown = des.WallNow()
+	d.m.wTeardown, d.m.cTeardown = des.WallNow(), des.BusyCPU()
 	cfg.Watch.bound(d.live.Now(), des.Time(TeardownLimit), "the teardown's start", "teardown limit")
 	// The simulation's cost: every packet so far.
 	d.m.cost, err = d.snapshot(readNetwork)
@@ -970,7 +972,7 @@ func (d *driver) closeHosts() error {
 	select {
 	case err := <-closed:
 		if err == nil {
-			d.m.wClosed = des.WallNow()
+			d.m.wClosed, d.m.cClosed = des.WallNow(), des.BusyCPU()
 		}
 		return err
 	case <-time.After(TeardownLimit):
@@ -1182,8 +1184,16 @@ func (d *driver) record() *Record {
 		Warmup:   (m.wDelivery - m.wMeshEnd).Seconds(),
 		Delivery: (m.wTeardown - m.wDelivery).Seconds(),
 	}
+	rec.PhaseCPU = Phases{
+		Hosts:    (m.cDial - m.c0).Seconds(),
+		Dial:     (m.cMesh - m.cDial).Seconds(),
+		Mesh:     (m.cMeshEnd - m.cMesh).Seconds(),
+		Warmup:   (m.cDelivery - m.cMeshEnd).Seconds(),
+		Delivery: (m.cTeardown - m.cDelivery).Seconds(),
+	}
 	if m.wClosed != 0 {
 		rec.Phases.Teardown = (m.wClosed - m.wTeardown).Seconds()
+		rec.PhaseCPU.Teardown = (m.cClosed - m.cTeardown).Seconds()
 	}
 	rec.WallS = (m.wEnd - m.w0).Seconds()
 	rec.FirstHeartbeatMS = m.firstHeartbeat.Seconds() * 1000
