@@ -18,7 +18,9 @@ import (
 // results and the command that made them:
 //
 //	command        the uplink validate command line, one line ('#' lines
-//	               are comments)
+//	               are comments); a study file it names (--study
+//	               FILE.json) is a path from the folder that holds the
+//	               results folders, where the command runs
 //	records.jsonl  the records it wrote (its --cache)
 //	report.md      generated: the comparison (and its figures), by
 //	               uplink results from the two above
@@ -64,7 +66,7 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 			}
 			defer os.RemoveAll(target)
 		}
-		if err := regenerate(folder, target, stderr); err != nil {
+		if err := regenerate(folder, target, filepath.Dir(filepath.Clean(*dir)), stderr); err != nil {
 			return fmt.Errorf("results %s: %w", folder, err)
 		}
 		done++
@@ -126,11 +128,18 @@ func readCommand(folder string) ([]string, error) {
 }
 
 // regenerate writes the page of folder's records into target: the
-// folder's validate command, compared from its records alone.
-func regenerate(folder, target string, stderr io.Writer) error {
+// folder's validate command, compared from its records alone. A study
+// file the command names (--study FILE.json) is read from root, the
+// folder the command runs in: the one that holds the results folders.
+func regenerate(folder, target, root string, stderr io.Writer) error {
 	args, err := readCommand(folder)
 	if err != nil {
 		return err
+	}
+	for i := 1; i < len(args); i++ {
+		if args[i-1] == "--study" && strings.HasSuffix(args[i], ".json") && !filepath.IsAbs(args[i]) {
+			args[i] = filepath.Join(root, args[i])
+		}
 	}
 	args = append(args, "--cached-only", "--any-version", "--cache", filepath.Join(folder, "records.jsonl"), "--report", target)
 	return cmdValidate(args, io.Discard, stderr)
