@@ -139,6 +139,8 @@ type Config struct {
 	// fault, when set, is called as each phase starts, after PhaseHook;
 	// an error from it ends the cell there (tests of the error paths).
 	fault func(phase string) error
+	// faultPart is the partition of a split cell whose phases call fault.
+	faultPart int
 }
 
 const (

@@ -185,14 +185,13 @@ func newDriver(cfg Config) *driver {
 // phaseStart tells Watch, PhaseHook (and the test hook fault) that a
 // phase starts.
 func (d *driver) phaseStart(name string) error {
-	if !d.first() {
-		return nil
+	if d.first() {
+		d.cfg.Watch.enter(name)
+		if d.cfg.PhaseHook != nil {
+			d.cfg.PhaseHook(name)
+		}
 	}
-	d.cfg.Watch.enter(name)
-	if d.cfg.PhaseHook != nil {
-		d.cfg.PhaseHook(name)
-	}
-	if d.cfg.fault != nil {
+	if d.cfg.fault != nil && (d.part == nil || d.part.idx == d.cfg.faultPart) {
 		return d.cfg.fault(name)
 	}
 	return nil

@@ -107,12 +107,14 @@ func assertGoroutines(t *testing.T, before int) bool {
 // ends every partition with that error as an ordinary error, and leaves no
 // goroutine behind.
 func TestSplitCellFailure(t *testing.T) {
-	for _, phase := range []string{"hosts", "dial", "mesh", "delivery", "teardown"} {
+	for i, phase := range []string{"hosts", "dial", "mesh", "delivery", "teardown"} {
 		for _, panics := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/panic=%v", phase, panics), func(t *testing.T) {
+			part := i % 2
+			t.Run(fmt.Sprintf("%s/panic=%v/partition-%d", phase, panics, part), func(t *testing.T) {
 				before := runtime.NumGoroutine()
 				cfg := splitConfig(t, 2)
 				cfg.Payload = 64 << 10
+				cfg.faultPart = part
 				cfg.fault = func(name string) error {
 					if name != phase {
 						return nil
@@ -124,7 +126,7 @@ func TestSplitCellFailure(t *testing.T) {
 				}
 				_, err := RunSplit(cfg, enterBubbles(t))
 				require.ErrorContains(t, err, "injected in "+phase)
-				require.ErrorContains(t, err, "partition 0")
+				require.ErrorContains(t, err, fmt.Sprintf("partition %d", part))
 				assertGoroutines(t, before)
 			})
 		}
