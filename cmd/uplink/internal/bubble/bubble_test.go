@@ -3,10 +3,12 @@ package bubble
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -64,4 +66,43 @@ func TestRunInsideTest(t *testing.T) {
 		require.Equal(t, v, flag.Lookup(name).Value.String(), name)
 	}
 	require.ErrorContains(t, Run(func(*testing.T) error { return errors.New("inside") }), "inside")
+}
+
+// TestRunSplit: RunSplit runs fn outside any bubble and its Enter runs
+// the bodies at once, each in a bubble of its own (each has its own
+// clock: a sleep in one does not move the other's); errors and panics in
+// bodies come back joined, as ordinary errors.
+func TestRunSplit(t *testing.T) {
+	hand := make(chan time.Duration) // made outside every bubble
+	err := RunSplit(func(enter Enter) error {
+		return enter(2, func(part int) error {
+			start := time.Now()
+			if part == 0 {
+				time.Sleep(time.Hour)
+				hand <- time.Since(start)
+				return nil
+			}
+			if got := <-hand; got != time.Hour {
+				return fmt.Errorf("partition 0 slept %v", got)
+			}
+			if d := time.Since(start); d != 0 {
+				return fmt.Errorf("partition 1's clock moved %v while it waited on a channel made outside its bubble", d)
+			}
+			return nil
+		})
+	})
+	require.NoError(t, err)
+	err = RunSplit(func(enter Enter) error {
+		return enter(3, func(part int) error {
+			switch part {
+			case 1:
+				return errors.New("boom in 1")
+			case 2:
+				panic("kaboom in 2")
+			}
+			return nil
+		})
+	})
+	require.ErrorContains(t, err, "boom in 1")
+	require.ErrorContains(t, err, "kaboom in 2")
 }
