@@ -11,6 +11,11 @@
 //	  -> Path.depart        the downlink shaper
 //	  -> Socket.deliver     socket receive buffer, then the reader is woken
 //
+// With Config.GSO a UDP socket's datagrams of one instant and destination
+// travel as one GSO unit (Socket.Send) from the uplink queue to the
+// delivery, where they are split apart. With Config.NetemLimit the pipe
+// drops at the tail when it holds that many packets (pipe.admit).
+//
 // Everything runs on a des.Sim: the network never starts goroutines. Real
 // code reaches it through transports, which hold the des.Live lock.
 package netmodel
@@ -47,10 +52,11 @@ const (
 	DropSockBuf                   // the receiving socket's buffer was full
 	DropMTU                       // larger than the MTU
 	DropNoPort                    // no socket bound at the destination
+	DropNetem                     // the pipe held Config.NetemLimit packets (netem's tail drop)
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"queue", "loss", "sockbuf", "mtu", "noport"}
+var dropNames = [NumDropReasons]string{"queue", "loss", "sockbuf", "mtu", "noport", "netem"}
 
 func (r DropReason) String() string {
 	if r < NumDropReasons {
@@ -61,7 +67,9 @@ func (r DropReason) String() string {
 
 // Counters are a node's traffic counters. Sent counts packets that left the
 // node's uplink shaper; Recv counts packets put in a socket's receive
-// buffer. Loss is counted at the sender, every other drop where it happens.
+// buffer. Loss is counted at the sender, every other drop where it happens
+// (a netem drop at the receiver, whose pipe it is). A GSO unit counts as
+// its datagrams, and its bytes as the sum of theirs.
 type Counters struct {
 	SentPackets, SentBytes uint64
 	RecvPackets, RecvBytes uint64
@@ -96,6 +104,17 @@ type Config struct {
 	// SocketIDs, when set, hands out the socket ids of this network and of
 	// the other partitions it shares them with (see Split).
 	SocketIDs *SocketIDs
+	// GSO makes the datagrams a UDP socket sends to one destination in one
+	// instant travel as GSO units (Socket.Send): one packet for the queue
+	// disciplines, the shapers, loss and NetemLimit, split back into its
+	// datagrams at delivery.
+	GSO bool
+	// NetemLimit, when positive, is the packets each latency pipe (one per
+	// ordered pair of nodes, as netem per source address on the receiver's
+	// port) holds: a packet that leaves an uplink while that many earlier
+	// ones of the pair are still on their way is dropped (DropNetem,
+	// counted at the receiver). 0: unlimited.
+	NetemLimit int
 }
 
 // LinkConfig is one direction of a node's access link: a queue discipline
@@ -126,7 +145,10 @@ type Network struct {
 	pipes   map[uint64]*pipe
 	lossKey uint64
 	free    []*Packet
-	outbox  []Crossing // packets bound for other partitions (TakeCrossings)
+	// freeUnits are empty GSO units (Packet.Segs not nil), kept apart
+	// from free, whose packets have no Segs.
+	freeUnits []*Packet
+	outbox    []Crossing // packets bound for other partitions (TakeCrossings)
 }
 
 // New returns an empty network on sim.
@@ -142,6 +164,9 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 	}
 	if cfg.SockBufMax < 0 || cfg.SndBufMax < 0 || cfg.RecvSlots < 0 {
 		return nil, fmt.Errorf("netmodel: negative socket buffer cap (%d, send %d) or receive slots %d", cfg.SockBufMax, cfg.SndBufMax, cfg.RecvSlots)
+	}
+	if cfg.NetemLimit < 0 {
+		return nil, fmt.Errorf("netmodel: negative netem limit %d; use 0 for unlimited", cfg.NetemLimit)
 	}
 	if cfg.RecvBlock && cfg.RecvSlots == 0 {
 		return nil, errors.New("netmodel: RecvBlock needs RecvSlots (the number of datagrams a socket holds before it blocks the link)")
@@ -263,6 +288,26 @@ func (n *Network) putPacket(p *Packet) {
 	n.free = append(n.free, p)
 }
 
+// getUnit takes an empty GSO unit from the pool.
+func (n *Network) getUnit() *Packet {
+	if k := len(n.freeUnits); k > 0 {
+		u := n.freeUnits[k-1]
+		n.freeUnits = n.freeUnits[:k-1]
+		return u
+	}
+	return &Packet{Segs: make([]*Packet, 0, 16)}
+}
+
+// putUnit returns a GSO unit and the datagrams it still holds to the pools.
+func (n *Network) putUnit(u *Packet) {
+	for _, d := range u.Segs {
+		n.putPacket(d)
+	}
+	clear(u.Segs)
+	*u = Packet{Segs: u.Segs[:0]}
+	n.freeUnits = append(n.freeUnits, u)
+}
+
 // Node is a host with an uplink, a downlink and sockets.
 type Node struct {
 	net      *Network
@@ -309,6 +354,11 @@ func (n *Network) sndbufFreed(p *Packet) {
 }
 
 func (nd *Node) drop(p *Packet, r DropReason) {
+	if p.Segs != nil {
+		nd.Counters.Drops[r] += uint64(len(p.Segs))
+		nd.net.putUnit(p)
+		return
+	}
 	nd.Counters.Drops[r]++
 	nd.net.putPacket(p)
 }
@@ -321,10 +371,19 @@ func (nd *Node) departUp(p *Packet, now des.Time) bool {
 	if nd.host == nil {
 		n.sndbufFreed(p)
 	}
-	nd.Counters.SentPackets++
 	nd.Counters.SentBytes += uint64(p.Len)
-	if nd.tap != nil {
-		nd.tap(p, now, true)
+	if p.Segs == nil {
+		nd.Counters.SentPackets++
+		if nd.tap != nil {
+			nd.tap(p, now, true)
+		}
+	} else {
+		nd.Counters.SentPackets += uint64(len(p.Segs))
+		if nd.tap != nil {
+			for _, d := range p.Segs {
+				nd.tap(d, now, true)
+			}
+		}
 	}
 	from, to := nd.id, int(p.Flow.DstNode)
 	loss := n.cfg.Loss
@@ -346,10 +405,10 @@ func (nd *Node) departUp(p *Packet, now des.Time) bool {
 		panic(fmt.Sprintf("netmodel: latency model %T gives %v from node %d to node %d at %v: want 0 to %v", n.cfg.Latency, lat, from, to, now, des.MaxLatency))
 	}
 	if n.nodes[to].remote {
-		n.outbox = append(n.outbox, Crossing{At: now + lat, From: from, To: to, P: p})
+		n.outbox = append(n.outbox, Crossing{At: now + lat, Sent: now, From: from, To: to, P: p})
 		return true
 	}
-	n.pipe(from, to).push(p, now+lat)
+	n.pipe(from, to).push(p, now+lat, now)
 	return true
 }
 
@@ -357,7 +416,8 @@ func (nd *Node) departUp(p *Packet, now des.Time) bool {
 // and p's sequence number on it, uniform in [0, 1). Tying the draw to the
 // packet's identity rather than to the order of all departures keeps two
 // runs of one seed losing the same packets even when real code interleaves
-// its sockets' sends differently.
+// its sockets' sends differently. A GSO unit carries its first datagram's
+// sequence number and is lost or not as a whole.
 func (n *Network) lost(p *Packet) float64 {
 	h := des.Mix64(n.lossKey ^ des.Mix64(uint64(p.Flow.Sock)<<40^p.Seq))
 	return float64(h>>11) * 0x1p-53
@@ -365,8 +425,13 @@ func (n *Network) lost(p *Packet) float64 {
 
 // deliver runs when a packet has left the node's downlink shaper. It
 // reports false when the socket's receive buffer is full and blocks the
-// link (Config.RecvBlock): the path then holds the packet.
+// link (Config.RecvBlock): the path then holds the packet. A GSO unit is
+// split here: its datagrams are delivered in order at this instant; one
+// that a full socket holds back stays in the unit with those after it.
 func (nd *Node) deliver(p *Packet, now des.Time) bool {
+	if p.Segs != nil {
+		return nd.deliverUnit(p, now)
+	}
 	s := nd.socks[p.Flow.DstPort]
 	if s == nil || s.closed || s.proto != p.Flow.Proto {
 		if fn := nd.unbound[p.Flow.Proto]; fn != nil {
@@ -376,4 +441,19 @@ func (nd *Node) deliver(p *Packet, now des.Time) bool {
 		return true
 	}
 	return s.deliver(p, now)
+}
+
+// deliverUnit delivers a GSO unit's datagrams, in order.
+func (nd *Node) deliverUnit(u *Packet, now des.Time) bool {
+	for i, d := range u.Segs {
+		if !nd.deliver(d, now) {
+			k := copy(u.Segs, u.Segs[i:])
+			clear(u.Segs[k:])
+			u.Segs = u.Segs[:k]
+			return false
+		}
+	}
+	u.Segs = u.Segs[:0]
+	nd.net.putUnit(u)
+	return true
 }

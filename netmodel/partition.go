@@ -64,10 +64,10 @@ func MinCrossLatency(m LatencyModel, s Split) des.Time {
 	return least
 }
 
-// Crossing is a packet on its way to a node of another partition: it
-// arrives there At.
+// Crossing is a packet on its way to a node of another partition: it left
+// its sender's uplink at Sent and arrives there At.
 type Crossing struct {
-	At       des.Time
+	At, Sent des.Time
 	From, To int
 	P        *Packet
 }
@@ -115,7 +115,7 @@ func (n *Network) Inject(c Crossing, end des.Time) error {
 	if c.At < end {
 		return fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window is longer than their latency", c.From, c.To, c.At, end)
 	}
-	n.pipe(c.From, c.To).push(c.P, c.At)
+	n.pipe(c.From, c.To).push(c.P, c.At, c.Sent)
 	return nil
 }
 

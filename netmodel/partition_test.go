@@ -24,11 +24,11 @@ type traceEvent struct {
 // made 5 hops. Peers are chosen by a hash of the packet and the node, so
 // the traffic does not depend on the order in which anything runs. It
 // returns the network and the per-node delivery logs (nil for remote
-// nodes).
-func gossipTraffic(t *testing.T, n int, lat LatencyModel, loss float64, lockstep bool, split Split, self int, ids *SocketIDs) (*Network, [][]traceEvent) {
+// nodes). gso and netemLimit set Config.GSO and Config.NetemLimit.
+func gossipTraffic(t *testing.T, n int, lat LatencyModel, loss float64, lockstep, gso bool, netemLimit int, split Split, self int, ids *SocketIDs) (*Network, [][]traceEvent) {
 	t.Helper()
 	sim := des.NewSim()
-	nw, err := New(sim, Config{Latency: lat, Loss: loss, Seed: 3, SocketIDs: ids})
+	nw, err := New(sim, Config{Latency: lat, Loss: loss, Seed: 3, SocketIDs: ids, GSO: gso, NetemLimit: netemLimit})
 	require.NoError(t, err)
 	logs := make([][]traceEvent, n)
 	socks := make([]*Socket, n)
@@ -109,19 +109,29 @@ func gossipTraffic(t *testing.T, n int, lat LatencyModel, loss float64, lockstep
 // with drops and random loss, under a latency that differs per pair and
 // under one fixed latency, with senders in lock-step (where packets of
 // several senders reach a node at the same instant, in an order the
-// pipes' order keys fix).
+// pipes' order keys fix), and with GSO units and netem's limit on the
+// pipes (a unit or a limited pipe across partitions decides as in one).
 func TestPartitionsSameTrace(t *testing.T) {
 	const n = 12
 	uniform, err := NewUniformLatency(5*des.Millisecond, 40*des.Millisecond, 9)
 	require.NoError(t, err)
 	for _, c := range []struct {
-		name     string
-		lat      LatencyModel
-		loss     float64
-		lockstep bool
-	}{{"uniform", uniform, 0.01, false}, {"fixed", FixedLatency(10 * des.Millisecond), 0, false}, {"lockstep", FixedLatency(10 * des.Millisecond), 0, true}} {
+		name       string
+		lat        LatencyModel
+		loss       float64
+		lockstep   bool
+		gso        bool
+		netemLimit int
+	}{
+		{"uniform", uniform, 0.01, false, false, 0},
+		{"fixed", FixedLatency(10 * des.Millisecond), 0, false, false, 0},
+		{"lockstep", FixedLatency(10 * des.Millisecond), 0, true, false, 0},
+		{"gso-netem", uniform, 0.01, true, true, 3},
+		{"netem", FixedLatency(10 * des.Millisecond), 0, true, false, 2},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			var want [][]traceEvent
+			var wantDrops [NumDropReasons]uint64
 			for _, k := range []int{1, 2, 3, 4} {
 				split, err := BalancedSplit(n, k, 5)
 				require.NoError(t, err)
@@ -131,7 +141,7 @@ func TestPartitionsSameTrace(t *testing.T) {
 				var streams []([][]traceEvent)
 				for p := range k {
 					var l [][]traceEvent
-					parts[p], l = gossipTraffic(t, n, c.lat, c.loss, c.lockstep, split, p, ids)
+					parts[p], l = gossipTraffic(t, n, c.lat, c.loss, c.lockstep, c.gso, c.netemLimit, split, p, ids)
 					streams = append(streams, l)
 				}
 				window := MinCrossLatency(c.lat, split)
@@ -147,10 +157,30 @@ func TestPartitionsSameTrace(t *testing.T) {
 					total += len(l)
 				}
 				require.Greater(t, total, n*30, "k=%d: deliveries", k)
+				var drops [NumDropReasons]uint64
+				var sent, queued uint64
+				for _, p := range parts {
+					for _, nd := range p.Nodes() {
+						for r, d := range nd.Counters.Drops {
+							drops[r] += d
+						}
+						if !nd.Remote() {
+							sent += nd.Counters.SentPackets
+							queued += nd.Up().Qdisc().Stats().Enqueued
+						}
+					}
+				}
+				if c.gso {
+					require.Less(t, queued, sent, "k=%d: no GSO unit formed", k)
+				}
+				if c.netemLimit > 0 {
+					require.NotZero(t, drops[DropNetem], "k=%d: netem drops", k)
+				}
 				if want == nil {
-					want = logs
+					want, wantDrops = logs, drops
 					continue
 				}
+				require.Equal(t, wantDrops, drops, "k=%d: drops", k)
 				for i := range n {
 					require.Equal(t, want[i], logs[i], "k=%d: node %d's deliveries", k, i)
 				}

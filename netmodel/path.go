@@ -129,12 +129,24 @@ func (p *Path) dropped(pk *Packet) {
 // fixed latency per pair, arrivals come in departure order and the pipe is
 // a FIFO; a later packet that would arrive earlier (a latency model that
 // varies per packet) is inserted in order.
+//
+// With Config.NetemLimit the pipe is also netem's queue: held lists the
+// arrival instants of the packets admitted and not yet due, soonest first,
+// as of the last departure. A packet that leaves the sender's uplink at
+// sent finds those due by then gone and the rest held; when as many as
+// the limit remain it is dropped at the tail. held is kept apart from buf
+// because a crossing from another partition is pushed at the end of the
+// window, after some of what held at its departure has already arrived:
+// counting by instants gives the same decision however the nodes are
+// split.
 type pipe struct {
-	net   *Network
-	to    *Node
-	buf   []pipeSlot
-	head  int
-	timer *des.Timer
+	net      *Network
+	to       *Node
+	buf      []pipeSlot
+	head     int
+	timer    *des.Timer
+	held     []des.Time
+	heldHead int
 }
 
 type pipeSlot struct {
@@ -156,7 +168,13 @@ func (n *Network) pipe(from, to int) *pipe {
 	return pp
 }
 
-func (pp *pipe) push(p *Packet, at des.Time) {
+// push puts p, which left the sender's uplink at sent, in the pipe to
+// arrive at at.
+func (pp *pipe) push(p *Packet, at, sent des.Time) {
+	if pp.net.cfg.NetemLimit > 0 && !pp.admit(at, sent) {
+		pp.to.drop(p, DropNetem)
+		return
+	}
 	if pp.head > 0 && pp.head == len(pp.buf) {
 		pp.buf, pp.head = pp.buf[:0], 0
 	}
@@ -187,4 +205,31 @@ func (pp *pipe) arrive(now des.Time) {
 		pp.net.sim.Schedule(pp.timer, pp.buf[pp.head].at)
 	}
 	pp.to.down.enqueue(s.p, now)
+}
+
+// admit applies netem's limit to a packet that left the sender at sent and
+// arrives at at: the packets admitted earlier whose arrival is still after
+// sent are in netem's queue; if they reach the limit, the packet is
+// refused (netem_enqueue's tail drop). Departures of one pair come in
+// order of sent, so those due by sent leave for good.
+func (pp *pipe) admit(at, sent des.Time) bool {
+	for pp.heldHead < len(pp.held) && pp.held[pp.heldHead] <= sent {
+		pp.heldHead++
+	}
+	if pp.heldHead == len(pp.held) {
+		pp.held, pp.heldHead = pp.held[:0], 0
+	} else if pp.heldHead >= 1024 && 2*pp.heldHead >= len(pp.held) {
+		n := copy(pp.held, pp.held[pp.heldHead:])
+		pp.held, pp.heldHead = pp.held[:n], 0
+	}
+	if len(pp.held)-pp.heldHead >= pp.net.cfg.NetemLimit {
+		return false
+	}
+	i := len(pp.held)
+	pp.held = append(pp.held, at)
+	for i > pp.heldHead && pp.held[i-1] > at { // a latency that varies per packet
+		pp.held[i], pp.held[i-1] = pp.held[i-1], pp.held[i]
+		i--
+	}
+	return true
 }

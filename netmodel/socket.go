@@ -57,6 +57,14 @@ type Socket struct {
 	sendSeq        uint64
 	blocked        bool
 
+	// The GSO unit being filled (Config.GSO): its datagrams were sent at
+	// unitAt, their payloads all of the first's size but a shorter last,
+	// which closes it; flush sends it on at the next nanosecond.
+	unit    *Packet
+	unitAt  des.Time
+	unitPay int
+	flush   *des.Timer
+
 	rq      []*Packet // receive buffer, oldest first
 	rqHead  int
 	rqBytes int
@@ -169,13 +177,92 @@ func (s *Socket) SendQueued() int { return s.sndQueued }
 // queued bytes are below the buffer, so one packet may overshoot).
 //
 // A datagram with a payload takes the node's next packet priority as it is
-// sent (Shadow's rule for UDP; see Priorities).
+// sent (Shadow's rule for UDP; see Priorities). With Config.GSO the
+// datagram joins the socket's GSO unit (see batch).
 func (s *Socket) Send(dst int, dstPort uint16, payload []byte, now des.Time) error {
 	var prio uint64
 	if len(payload) > 0 {
 		prio = s.Priorities(1)
 	}
-	return s.SendSegment(dst, dstPort, payload, nil, UDPHeader, false, prio, now)
+	p, err := s.packet(dst, dstPort, payload, nil, UDPHeader, false, prio)
+	if p == nil {
+		return err
+	}
+	if s.net.cfg.GSO {
+		s.batch(p, now)
+		return nil
+	}
+	s.node.first.enqueue(p, now)
+	return nil
+}
+
+// The limits of a GSO unit. quic-go on Linux fills one buffer of
+// protocol.MaxLargePacketBufferSize (20 KiB) with packets of its current
+// size, a shorter one ending the batch, and hands it to one sendmsg with
+// UDP_SEGMENT (sendPacketsWithGSO in its connection.go); Linux takes at
+// most UDP_MAX_SEGMENTS (64) segments and one IP packet's 65 535 bytes.
+const (
+	GSOMaxPayload  = 20 << 10
+	GSOMaxSegments = 64
+	GSOMaxWire     = 65535
+)
+
+// batch adds datagram p, sent at now, to the socket's GSO unit. It joins
+// the open unit if that was sent in the same instant to the same
+// destination, its payload is no larger than the unit's first, no shorter
+// datagram has closed the unit, and the limits above hold; otherwise the
+// open unit goes on and p opens a new one. A unit that can take no more
+// (closed by a shorter datagram, or a full-size one would break a limit)
+// is enqueued at once; one that could still grow waits for the end of the
+// instant, which on the virtual clock is the next nanosecond: real code's
+// writes of an instant all come before any model event of a later one.
+// A unit of one datagram travels as that datagram.
+func (s *Socket) batch(p *Packet, now des.Time) {
+	size := len(p.Payload)
+	if u := s.unit; u != nil {
+		first := u.Segs[0]
+		if s.unitAt == now && p.Flow.DstNode == first.Flow.DstNode && p.Flow.DstPort == first.Flow.DstPort &&
+			size <= len(first.Payload) && len(u.Segs) < GSOMaxSegments &&
+			s.unitPay+size <= GSOMaxPayload && u.Len+p.Len <= GSOMaxWire {
+			u.Segs = append(u.Segs, p)
+			u.Len += p.Len
+			s.unitPay += size
+			if size < len(first.Payload) || len(u.Segs) == GSOMaxSegments ||
+				s.unitPay+size > GSOMaxPayload || u.Len+p.Len > GSOMaxWire {
+				s.flushUnit(now)
+			}
+			return
+		}
+		s.flushUnit(now)
+	}
+	u := s.net.getUnit()
+	u.Segs = append(u.Segs, p)
+	u.Len, u.Flow, u.Seq, u.Prio = p.Len, p.Flow, p.Seq, p.Prio
+	s.unit, s.unitAt, s.unitPay = u, now, size
+	if s.flush == nil {
+		s.flush = s.net.sim.NewTimer(s.flushUnit)
+	}
+	s.net.sim.Schedule(s.flush, now+1)
+}
+
+// flushUnit hands the open GSO unit to the uplink.
+func (s *Socket) flushUnit(now des.Time) {
+	u := s.unit
+	if u == nil {
+		return
+	}
+	s.unit = nil
+	if s.flush.Pending() {
+		s.net.sim.Cancel(s.flush)
+	}
+	if len(u.Segs) == 1 {
+		p := u.Segs[0]
+		u.Segs = u.Segs[:0]
+		s.net.putUnit(u)
+		s.node.first.enqueue(p, now)
+		return
+	}
+	s.node.first.enqueue(u, now)
 }
 
 // Priorities reserves n consecutive packet priorities of the socket's node
@@ -196,22 +283,33 @@ func (s *Socket) Priorities(n int) uint64 {
 // ECN-capable, prio is its priority (0 for a control packet, which
 // Shadow's fifo sends first; see Priorities).
 func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, overhead int, ect bool, prio uint64, now des.Time) error {
+	p, err := s.packet(dst, dstPort, payload, hdr, overhead, ect, prio)
+	if p != nil {
+		s.node.first.enqueue(p, now)
+	}
+	return err
+}
+
+// packet makes the packet SendSegment sends and charges the send buffer;
+// it returns nil with a nil error for a datagram over the MTU (dropped and
+// counted).
+func (s *Socket) packet(dst int, dstPort uint16, payload []byte, hdr any, overhead int, ect bool, prio uint64) (*Packet, error) {
 	if s.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	n := s.net
 	if dst < 0 || dst >= len(n.nodes) {
-		return fmt.Errorf("netmodel: send to node %d: no such node", dst)
+		return nil, fmt.Errorf("netmodel: send to node %d: no such node", dst)
 	}
 	wire := len(payload) + IPv4Header + overhead
 	if wire > n.mtu {
 		s.node.Counters.Drops[DropMTU]++
-		return nil
+		return nil, nil
 	}
 	if s.mode == BlockWhenFull {
 		if s.sndQueued >= s.sndbuf {
 			s.setBlocked(true)
-			return ErrWouldBlock
+			return nil, ErrWouldBlock
 		}
 		s.sndQueued += wire
 	}
@@ -225,8 +323,7 @@ func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, o
 	p.Hdr, p.ECT, p.Prio = hdr, ect, prio
 	s.sendSeq++
 	p.Seq = s.sendSeq
-	s.node.first.enqueue(p, now)
-	return nil
+	return p, nil
 }
 
 // sent returns send-buffer space for a packet the uplink has transmitted
@@ -388,6 +485,9 @@ func (s *Socket) Closed() bool { return s.closed }
 func (s *Socket) Close() {
 	if s.closed {
 		return
+	}
+	if s.unit != nil {
+		s.flushUnit(max(s.unitAt, s.net.sim.Now()))
 	}
 	s.closed = true
 	s.setBlocked(false)

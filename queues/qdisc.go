@@ -38,6 +38,10 @@ type Packet struct {
 	// data became sendable on its node (a per-node counter), 0 for a
 	// control packet. Only ShadowFIFO reads it.
 	Prio uint64
+	// Segs, when not nil, makes the packet a GSO unit: the datagrams it
+	// carries, in order, which the network splits apart at delivery; Len
+	// is the sum of theirs. A discipline treats the unit as one packet.
+	Segs []*Packet
 }
 
 // DropReason says why a discipline dropped a packet.
