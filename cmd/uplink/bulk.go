@@ -40,6 +40,8 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	qdiscs := fs.StringArray("qdisc", nil, "queue discipline per direction and stage, DIR=SPEC (repeatable): up (every uplink; default pfifo:limit=1000), down (every downlink; default fifo), host (a host queue in front of every uplink, drained at --host-rate); SPEC as queues.New, e.g. pie, fq_codel:ecn=off, pfifo:limit=100 (--list-qdiscs)")
 	hostRateS := fs.String("host-rate", "10Gbit", "line rate of the host queue stage, with its unit: 10Gbit")
 	flows := fs.Int("flows", 1, "parallel connections from node 0 to node 1")
+	gso := fs.Bool("gso", false, "QUIC: send the UDP datagrams of one instant and destination as GSO units (up to quic-go's 20 KiB batch), one packet for queues, shapers, loss and --netem-limit, split at delivery (docs/model.md)")
+	netemLimitS := fs.String("netem-limit", "0", "packets each direction's latency pipe holds, as netem's limit (tc-netem's default is 1000); a packet past it is dropped at the tail; 0: unlimited")
 	block := fs.Bool("block-sends", false, "QUIC: block UDP socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS for the run (one simulation uses one core best)")
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
@@ -139,6 +141,15 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	if *block {
 		cfg.SendMode = netmodel.BlockWhenFull
 	}
+	if *gso && cfg.Transport != "quic" {
+		return usageError{errors.New("--gso applies to QUIC's UDP sockets (TCP sends segment by segment): drop it with --transport tcp")}
+	}
+	cfg.GSO = *gso
+	limit, err := des.ParseInt(*netemLimitS, 0, queues.MaxSpecPackets)
+	if err != nil {
+		return flagErr("netem-limit", err)
+	}
+	cfg.NetemLimit = int(limit)
 	switch *backend {
 	case "uplink":
 	case bulk.BackendSimnet:
@@ -233,6 +244,8 @@ func checkSimnetBulk(fs *pflag.FlagSet, cfg bulk.Config, block, reproducible boo
 		return errors.New("--backend simnet has its own FQ-CoDel on every link and no host stage: drop --qdisc and --host-rate")
 	case block:
 		return errors.New("--backend simnet's sockets never block a write: drop --block-sends")
+	case cfg.GSO || cfg.NetemLimit != 0:
+		return errors.New("--backend simnet sends datagram by datagram and has no netem queue: drop --gso and --netem-limit")
 	case reproducible:
 		return errors.New("--backend simnet is not reproducible (random flow hashing, a goroutine per link): drop --reproducible")
 	}
@@ -322,6 +335,9 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 	}
 	row("network packets", "%d (%.1f MiB)", r.NetPackets, float64(r.NetBytes)/(1<<20))
 	row("drops: loss/queue/sockbuf", "%d / %d / %d", r.LossDrops, r.QueueDrops, r.SockDrops)
+	if cfg.NetemLimit > 0 {
+		row("drops: netem", "%d (limit %d packets per pipe)", r.NetemDrops, cfg.NetemLimit)
+	}
 	for _, q := range r.Queues {
 		st := &q.Stats
 		h := &st.Sojourn

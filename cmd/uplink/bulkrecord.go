@@ -37,6 +37,7 @@ type BulkRecord struct {
 	LossDrops  *uint64 `json:"loss_drops,omitempty"`
 	QueueDrops *uint64 `json:"queue_drops,omitempty"`
 	SockDrops  *uint64 `json:"sockbuf_drops,omitempty"`
+	NetemDrops *uint64 `json:"netem_drops,omitempty"`
 	Events     *uint64 `json:"model_events,omitempty"`
 	CoreWakes  *uint64 `json:"core_wakes,omitempty"`
 
@@ -64,6 +65,8 @@ type BulkConfigRecord struct {
 	HostQdisc  string         `json:"host_qdisc,omitempty"`
 	HostRate   int64          `json:"host_rate_bps,omitempty"`
 	BlockSends bool           `json:"block_sends"`
+	GSO        bool           `json:"gso"`
+	NetemLimit int            `json:"netem_limit"`
 	TCP        *BulkTCPRecord `json:"tcp,omitempty"`
 }
 
@@ -169,6 +172,8 @@ func newBulkRecord(r bulk.Result, preset string, wall time.Duration) BulkRecord 
 			DownQdisc:  cfg.DownQdisc,
 			HostQdisc:  cfg.HostQdisc,
 			BlockSends: cfg.SendMode == netmodel.BlockWhenFull,
+			GSO:        cfg.GSO,
+			NetemLimit: cfg.NetemLimit,
 		},
 		ElapsedS:      r.Elapsed.Seconds(),
 		BytesReceived: r.BytesReceived,
@@ -196,6 +201,7 @@ func newBulkRecord(r bulk.Result, preset string, wall time.Duration) BulkRecord 
 	rec.BulkCounters = newBulkCounters(tcpRun, r.PacketsSent, r.PacketsLost, r.SegmentsSent, r.SegmentsRetrans, r.FastRecoveries, r.RTOs)
 	if cfg.Backend != bulk.BackendSimnet {
 		rec.LossDrops, rec.QueueDrops, rec.SockDrops = ptr(r.LossDrops), ptr(r.QueueDrops), ptr(r.SockDrops)
+		rec.NetemDrops = ptr(r.NetemDrops)
 		rec.Events, rec.CoreWakes = ptr(r.Events), ptr(r.CoreWakes)
 		rec.SimMiBPerWallS = ptr(float64(r.NetBytes) / (1 << 20) / wall.Seconds())
 		if r.NetPackets > 0 {

@@ -56,6 +56,12 @@ type Config struct {
 	// SendMode is the UDP sockets' (QUIC only; TCP keeps its own send
 	// buffer).
 	SendMode netmodel.SendMode
+	// GSO sends the UDP sockets' datagrams of one instant and destination
+	// as GSO units (netmodel.Config.GSO; QUIC only).
+	GSO bool
+	// NetemLimit is the packets each direction's latency pipe holds, as
+	// netem's limit (netmodel.Config.NetemLimit); 0: unlimited.
+	NetemLimit int
 	// TCP is the TCP model of Transport "tcp"; nil: tcp.LinuxConfig().
 	// Its Seed is replaced by Seed.
 	TCP *tcp.Config
@@ -105,6 +111,7 @@ type Result struct {
 	LossDrops     uint64
 	QueueDrops    uint64
 	SockDrops     uint64
+	NetemDrops    uint64 // the latency pipes' tail drops (NetemLimit)
 	Events        uint64
 	CoreWakes     uint64
 	Queues        []QueueReport // the data direction: host stage, uplink, downlink
@@ -143,6 +150,9 @@ func (c *Config) defaults() error {
 		if c.SendMode != netmodel.NeverBlock {
 			return errors.New("bulk: SendMode applies to QUIC's UDP sockets; TCP keeps its own send buffer")
 		}
+		if c.GSO {
+			return errors.New("bulk: GSO applies to QUIC's UDP sockets; TCP sends segment by segment")
+		}
 		t := tcp.LinuxConfig()
 		if c.TCP != nil {
 			t = *c.TCP
@@ -160,6 +170,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Flows < 0 || c.Flows > 1000 {
 		return fmt.Errorf("bulk: %d flows: want 1 to 1000", c.Flows)
+	}
+	if c.NetemLimit < 0 {
+		return fmt.Errorf("bulk: netem limit %d: want 0 (unlimited) or more packets", c.NetemLimit)
 	}
 	if c.Backend == BackendSimnet {
 		return nil
@@ -185,6 +198,8 @@ func (c *Config) checkSimnet() error {
 		return fmt.Errorf("bulk: backend simnet carries datagrams only: transport %q, want quic", c.Transport)
 	case c.Loss != 0:
 		return errors.New("bulk: backend simnet has no random loss")
+	case c.GSO || c.NetemLimit != 0:
+		return errors.New("bulk: backend simnet sends datagram by datagram and has no netem queue: no GSO or netem limit")
 	case c.Rate == 0:
 		return errors.New("bulk: backend simnet has no unlimited link: give a rate")
 	case c.UpQdisc != "" || c.DownQdisc != "" || c.HostQdisc != "":
@@ -240,9 +255,11 @@ func newNetwork(cfg Config) (*des.Live, *netmodel.Network, error) {
 	sim := des.NewSim()
 	live := des.NewLive(sim)
 	n, err := netmodel.New(sim, netmodel.Config{
-		Latency: netmodel.FixedLatency(cfg.RTT / 2),
-		Loss:    cfg.Loss,
-		Seed:    cfg.Seed,
+		Latency:    netmodel.FixedLatency(cfg.RTT / 2),
+		Loss:       cfg.Loss,
+		Seed:       cfg.Seed,
+		GSO:        cfg.GSO,
+		NetemLimit: cfg.NetemLimit,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("bulk: %w", err)
@@ -401,6 +418,7 @@ func collect(res *Result, cfg Config, live *des.Live, n *netmodel.Network, obs *
 		res.LossDrops += c.Drops[netmodel.DropLoss]
 		res.QueueDrops += c.Drops[netmodel.DropQueue]
 		res.SockDrops += c.Drops[netmodel.DropSockBuf]
+		res.NetemDrops += c.Drops[netmodel.DropNetem]
 	}
 	if h := n.Node(0).Host(); h != nil {
 		res.Queues = append(res.Queues, QueueReport{"sender host", cfg.HostQdisc, *h.Qdisc().Stats()})

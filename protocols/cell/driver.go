@@ -345,6 +345,8 @@ func (d *driver) network() error {
 		RecvSlots:  p.RecvSlots,
 		RecvBlock:  p.RecvBlock,
 		SocketIDs:  d.socketIDs(),
+		GSO:        p.GSO,
+		NetemLimit: p.NetemLimit,
 	})
 	if err != nil {
 		return fmt.Errorf("cell: network: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/queues"
 	"github.com/uplinksim/uplink/transports/tcp"
 )
 
@@ -74,6 +75,15 @@ type Profile struct {
 	// (tcp.Config.SlowStartAfterIdle: on for linux, off for shadow); ""
 	// keeps the preset's and is left out of the cell key.
 	IdleRestart string `json:",omitempty"`
+	// GSO sends the datagrams a UDP socket writes to one destination in
+	// one instant as GSO units, as quic-go does on Linux
+	// (netmodel.Config.GSO); off in every profile, and left out of the
+	// cell key when off. TCP is unaffected.
+	GSO bool `json:",omitempty"`
+	// NetemLimit is the packets each ordered pair's latency pipe holds,
+	// netem's limit (netmodel.Config.NetemLimit); 0, unlimited, in every
+	// profile, and left out of the cell key when 0.
+	NetemLimit int `json:",omitempty"`
 }
 
 // The profiles, knob by knob with the source of each value
@@ -168,6 +178,10 @@ var profiles = map[string]Profile{
 		HostRate:    1e9,
 		// TCP: the kernel's stack (CUBIC, paced).
 		TCP: "linux",
+		// GSO and netem's limit stay off: quic-go batches with GSO on
+		// Linux, but whether the namespace cells' sockets and veths did,
+		// and which limit their netem had (tc's default is 1 000
+		// packets), the report does not say (docs/model.md).
 	},
 }
 
@@ -362,6 +376,17 @@ var knobs = []knob{
 			return nil
 		}},
 	intKnob("sockbuf-max", "cap on socket buffer requests before doubling (0: none)", maxSockBuf, func(p *Profile) *int { return &p.SockBufMax }),
+	{"gso", "UDP datagrams of one instant and destination travel as GSO units (up to quic-go's 20 KiB batch): one packet for queues, shapers, loss and netem-limit, split at delivery (true, false)",
+		func(p *Profile) string { return strconv.FormatBool(p.GSO) },
+		func(p *Profile, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("knob gso=%q: want true or false", v)
+			}
+			p.GSO = b
+			return nil
+		}},
+	intKnob("netem-limit", "packets each ordered pair's latency pipe holds, netem's limit (tc's default 1000); a packet past it is dropped at the tail (0: unlimited)", queues.MaxSpecPackets, func(p *Profile) *int { return &p.NetemLimit }),
 	intKnob("sndbuf-max", "cap on UDP send buffer requests alone before doubling, below sockbuf-max (0: none; 32768 stores section 5's 64 KB)", maxSockBuf, func(p *Profile) *int { return &p.SndBufMax }),
 	stringKnob("mesh-wait", "stable (wait for every mesh within [Dlo, Dhi]) or fixed", func(p *Profile) *string { return &p.MeshWait }, "stable", "fixed"),
 	{"settle", "seconds from subscribing to publishing (or to the first mesh check)",
