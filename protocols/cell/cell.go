@@ -127,6 +127,14 @@ type Config struct {
 	// out of the key), or BackendSimnet for github.com/marcopolo/simnet
 	// v0.0.7 (QUIC, the harness profile's network knobs; checkBackend).
 	Backend string `json:",omitempty"`
+	// Trace and Captures, when set, write a time series of some nodes
+	// (Trace) and a pcapng capture of every packet some nodes send and
+	// receive (Captures: node indices) to Outputs' writers; on uplink's
+	// model only. They read the model and change nothing: left out of the
+	// key.
+	Trace    *Trace  `json:",omitempty"`
+	Captures []int   `json:",omitempty"`
+	Outputs  Outputs `json:"-"`
 	// routers, for tests of the phase router: routerByArm, routerPhase
 	// (every node runs the phase router, with no policy for stock arms), or
 	// routerMixed (odd nodes run the stock router, even ones the arm's).
@@ -205,6 +213,7 @@ func (c Config) Key() string {
 	c.Defaults()
 	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook, c.Wait = nil, 0, "", false, false, nil, nil
 	c.ProgressEvery, c.Watch = 0, nil
+	c.Trace, c.Captures, c.Outputs = nil, nil, Outputs{}
 	if c.Partitions <= 1 {
 		c.Partitions = 0
 	}

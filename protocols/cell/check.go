@@ -52,6 +52,9 @@ func (c Config) Check() error {
 	if err := c.checkQdiscs(n); err != nil {
 		return err
 	}
+	if err := c.checkObserve(n); err != nil {
+		return err
+	}
 	if err := c.checkBackend(); err != nil {
 		return err
 	}

@@ -119,6 +119,9 @@ type driver struct {
 
 	// part is this driver's partition of a split cell; nil in one bubble.
 	part *partition
+	// obs is this partition's share of the trace and captures; nil
+	// without.
+	obs *observer
 
 	restoreProcs   func() // ends SetupProcs; idempotent
 	endSetup       func() // ends the setup phases' settings; idempotent
@@ -389,6 +392,9 @@ func (d *driver) network() error {
 		if _, err := d.nw.AddNode(nc); err != nil {
 			return fmt.Errorf("cell: %w", err)
 		}
+	}
+	if d.obs, err = d.newObserver(); err != nil {
+		return err
 	}
 	d.live.SetQuantum(cfg.SetupQuantum) // before Start: no lock needed yet
 	if pt := d.part; pt != nil {
@@ -942,6 +948,9 @@ func (d *driver) teardown() (err error) {
 			<-d.live.WindowsEnded()
 		}
 		d.live.Stop()
+		if oerr := d.obs.finish(); oerr != nil {
+			err = errors.Join(err, oerr)
+		}
 	}
 	d.restoreProcs()
 	return err
@@ -1079,6 +1088,7 @@ func (d *driver) snapshot(what reading) (*view, error) {
 func (d *driver) read(what reading) (*view, error) {
 	n := len(d.nodes)
 	v := &view{nodes: make([]nodeView, n)}
+	asked := what
 	if what == readCompletion {
 		what = readAll
 		for i, nd := range d.nodes {
@@ -1144,7 +1154,22 @@ func (d *driver) read(what reading) (*view, error) {
 			}
 		}
 	}
+	d.obs.reading(asked.traceName())
 	return v, nil
+}
+
+// traceName names a reading of the network counters in a trace's reading
+// column.
+func (r reading) traceName() string {
+	switch r {
+	case readPublish:
+		return "publish"
+	case readAll:
+		return "counts"
+	case readCompletion:
+		return "completion"
+	}
+	return "teardown"
 }
 
 // record is the cell's record: the settings, and what the phases
