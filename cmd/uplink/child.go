@@ -40,6 +40,21 @@ type runOpts struct {
 	// (cell.Config.ProgressEvery; 0: never).
 	quiet         bool
 	progressEvery time.Duration
+	// obs: the folders of run's --trace, --pcap and --plot; each cell
+	// writes into a folder of its own in each (cellDir).
+	obs observePlan
+}
+
+// cellDir is the folder of a cell's trace, captures and figures under
+// run's --trace, --pcap and --plot: arm-profile-seedN-key.
+func cellDir(c cell.Config) string {
+	name := fmt.Sprintf("%s-%s-seed%d-%s", cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, c.Key())
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
 }
 
 // runCells runs the cells in child processes, appending each record to
@@ -116,6 +131,11 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 				}
 				if o.quiet {
 					args = append(args, "--quiet")
+				}
+				for _, d := range []struct{ flag, dir string }{{"--trace-dir", o.obs.traceDir}, {"--pcap-dir", o.obs.pcapDir}, {"--plot-dir", o.obs.plotDir}} {
+					if d.dir != "" {
+						args = append(args, d.flag, filepath.Join(d.dir, cellDir(c)))
+					}
 				}
 				c.ProgressEvery = o.progressEvery
 				rec, err := runChild(ctx, self, c, o.env, args, isolate, func(line string) {
@@ -341,6 +361,9 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	quiet := fs.Bool("quiet", false, "print no phase or progress lines (errors and warnings still go to standard error)")
 	prefix := fs.String("profile-prefix", "", "write a CPU profile per phase to PREFIX-PHASE.cpu.prof the heap at the end of the delivery to PREFIX-delivery.heap.prof, and the heap at the delivery's largest live heap to PREFIX-delivery-peak.heap.prof")
+	traceDir := fs.String("trace-dir", "", "write the trace of the configuration's Trace into this folder (created if missing): node-N.csv per node")
+	pcapDir := fs.String("pcap-dir", "", "write the captures of the configuration's Captures into this folder (created if missing): node-N.pcapng per node")
+	plotDir := fs.String("plot-dir", "", "write the cell's completion CDF into this folder (created if missing): completion-cdf.svg and .png")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -352,6 +375,11 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("cell: reading the configuration: %w", err)
 	}
 	c.Wait = synctest.Wait
+	out, err := newCellOutputs(&c, *traceDir, *pcapDir, *plotDir)
+	if err != nil {
+		return err
+	}
+	defer out.discard() // on the error paths; after commit it removes nothing
 	// The phase lines come from inside the bubble, the progress lines from
 	// the watcher outside it: one writer orders them.
 	stderr = &syncWriter{w: stderr}
@@ -391,9 +419,12 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err := finishProfiles(); err != nil {
 			return err
 		}
+		if err := out.commit(rec); err != nil {
+			return err
+		}
 		return json.NewEncoder(stdout).Encode(rec)
 	}
-	err := bubble.Run(func(*testing.T) error {
+	err = bubble.Run(func(*testing.T) error {
 		var err error
 		rec, err = cell.Run(c)
 		if errors.Is(err, cell.ErrTeardownStuck) && rec != nil {
@@ -401,6 +432,10 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			// goroutines still run. Hand the record over and leave.
 			fmt.Fprintf(stderr, "warning: %v; the record is written, teardown_s is 0\n", err)
 			if err := finishProfiles(); err != nil {
+				fmt.Fprintf(stderr, "uplink: %v\n", err)
+				os.Exit(1)
+			}
+			if err := out.commit(rec); err != nil {
 				fmt.Fprintf(stderr, "uplink: %v\n", err)
 				os.Exit(1)
 			}
@@ -417,6 +452,9 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	// A profile that could not be written fails the cell.
 	if err := finishProfiles(); err != nil {
+		return err
+	}
+	if err := out.commit(rec); err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(rec)

@@ -67,6 +67,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	out := of.String("out", "", "append one JSON record per cell run to this file (JSON Lines)")
 	skipDone := of.Bool("skip-done", false, "leave out the cells whose key the --out file already holds (records of this uplink version, read as validate reads its cache), so a rerun runs only what is missing")
 	perNode := of.Bool("per-node", false, "include per-node rows in the records")
+	obsFlags := addCellObserveFlags(of)
 
 	profDir := g.group(groupPerf).String("cpuprofile", "", "write each cell's CPU profile per phase (hosts, dial, mesh, warmup, delivery, teardown) its heap at the end of the delivery, and the heap at the delivery's largest live heap (polled every 0.5 s of wall time) into this folder")
 	if help, err := g.parse(args, stderr); help || err != nil {
@@ -184,6 +185,11 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 			return usageError{fmt.Errorf("--nodes %d --degree %d --net %s --latency %s: %w", *nodes, *degree, *netS, *latency, err)}
 		}
 	}
+	plan, err := checkRunObserve(obsFlags, &base, set.backend)
+	if err != nil {
+		return err
+	}
+	set.run.obs = plan
 	if *exportTopo != "" {
 		d := base.Topology
 		if d == nil {
@@ -266,6 +272,25 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
+}
+
+// checkRunObserve reads --trace, --pcap and --plot against the cell base
+// (its nodes, its window) and the network, before any cell starts, and
+// puts the trace and captures in base; the folders are in the plan.
+func checkRunObserve(f *observeFlags, base *cell.Config, backend string) (observePlan, error) {
+	if backend != "" && (*f.trace != "" || *f.pcap != "") {
+		return observePlan{}, usageError{fmt.Errorf("--network %s runs its links outside uplink's model: drop --trace and --pcap (--plot draws from the records, on either network)", backend)}
+	}
+	n, _ := base.Size()
+	plan, err := f.check(n, base.Window, "--window")
+	if err != nil {
+		return plan, err
+	}
+	if plan.tracing() {
+		base.Trace = &cell.Trace{Every: plan.every, Nodes: plan.traceNodes}
+	}
+	base.Captures = plan.nodes
+	return plan, nil
 }
 
 // checkGOGC refuses a --gogc the collector would read as off (negative)

@@ -20,20 +20,41 @@ import (
 // finest; at most the run's length.
 const minTraceEvery = 100 * des.Microsecond
 
-// observeFlags are bulk's trace, capture and plot flags.
+// observeFlags are the trace, capture and plot flags of bulk and run.
 type observeFlags struct {
 	trace, every, pcap, nodes, plot *string
-	fs                              *pflag.FlagSet
+	// traceNodes is run's --trace-nodes (nil for bulk, which traces every
+	// node).
+	traceNodes *string
+	// plotSeries: --plot draws the trace's time series (bulk), so
+	// --trace-every applies to it too.
+	plotSeries bool
+	fs         *pflag.FlagSet
 }
 
 func addObserveFlags(fs *pflag.FlagSet) *observeFlags {
 	return &observeFlags{
-		fs:    fs,
-		trace: fs.String("trace", "", "write time series into this folder (created if missing), sampled every --trace-every of virtual time: queues.csv (backlog, queue delay, drops, CE marks per queue), nodes.csv (packets and bytes sent and received per node), flows.csv (TCP: cwnd, ssthresh, srtt, pacing rate, bytes in flight per flow); docs/records.md"),
-		every: fs.String("trace-every", "10ms", "the sampling interval of --trace and --plot, in virtual time: 100µs up to the run's length"),
-		pcap:  fs.String("pcap", "", "write a pcapng capture per node of --pcap-nodes into this folder (created if missing): node-N.pcapng, every packet the node sent and received with synthesized IPv4/UDP or IPv4/TCP headers, stamped with virtual time"),
-		nodes: fs.String("pcap-nodes", "all", "the nodes --pcap captures: all, or a list such as 0 or 0,1 (0 sends, 1 receives)"),
-		plot:  fs.String("plot", "", "write figures into this folder (created if missing), each as SVG and PNG: the queue-delay CDF of every queue and the time series of the sender's uplink backlog, the throughput and (TCP) the window; docs/records.md"),
+		fs:         fs,
+		trace:      fs.String("trace", "", "write time series into this folder (created if missing), sampled every --trace-every of virtual time: queues.csv (backlog, queue delay, drops, CE marks per queue), nodes.csv (packets and bytes sent and received per node), flows.csv (TCP: cwnd, ssthresh, srtt, pacing rate, bytes in flight per flow); docs/records.md"),
+		every:      fs.String("trace-every", "10ms", "the sampling interval of --trace and --plot, in virtual time: 100µs up to the run's length"),
+		pcap:       fs.String("pcap", "", "write a pcapng capture per node of --pcap-nodes into this folder (created if missing): node-N.pcapng, every packet the node sent and received with synthesized IPv4/UDP or IPv4/TCP headers, stamped with virtual time"),
+		nodes:      fs.String("pcap-nodes", "all", "the nodes --pcap captures: all, or a list such as 0 or 0,1 (0 sends, 1 receives)"),
+		plot:       fs.String("plot", "", "write figures into this folder (created if missing), each as SVG and PNG: the queue-delay CDF of every queue and the time series of the sender's uplink backlog, the throughput and (TCP) the window; docs/records.md"),
+		plotSeries: true,
+	}
+}
+
+// addCellObserveFlags adds run's trace, capture and plot flags: each
+// cell writes into a folder of its own under the flag's folder.
+func addCellObserveFlags(fs *pflag.FlagSet) *observeFlags {
+	return &observeFlags{
+		fs:         fs,
+		trace:      fs.String("trace", "", "write each cell's time series of the --trace-nodes into DIR/CELL/ (created if missing; CELL is arm-profile-seedN-key): node-N.csv, every --trace-every of virtual time, the node's uplink and downlink backlog, drops, packets and bytes sent and received; docs/records.md"),
+		traceNodes: fs.String("trace-nodes", "0", "the nodes --trace samples: all, or a list such as 0 or 0,3 or 0-3 (0 publishes)"),
+		every:      fs.String("trace-every", "10ms", "the sampling interval of --trace, in virtual time: 100µs up to --window"),
+		pcap:       fs.String("pcap", "", "write a pcapng capture per node of --pcap-nodes and cell into DIR/CELL/node-N.pcapng (created if missing): every packet the node sent and received, with synthesized IPv4/UDP or IPv4/TCP headers, stamped with virtual time"),
+		nodes:      fs.String("pcap-nodes", "0", "the nodes --pcap captures: all, or a list such as 0 or 0,3 or 0-3 (0 publishes)"),
+		plot:       fs.String("plot", "", "write each cell's completion CDF into DIR/CELL/ (created if missing) as completion-cdf.svg and .png, labelled with the cell's arm, profile and seed"),
 	}
 }
 
@@ -41,8 +62,15 @@ func addObserveFlags(fs *pflag.FlagSet) *observeFlags {
 type observePlan struct {
 	traceDir, pcapDir, plotDir string
 	every                      des.Time
-	nodes                      []int
+	nodes                      []int // --pcap-nodes
+	traceNodes                 []int // run's --trace-nodes
 }
+
+// tracing reports whether the plan samples a trace.
+func (p observePlan) tracing() bool { return p.traceDir != "" }
+
+// any reports whether the plan writes anything.
+func (p observePlan) any() bool { return p.traceDir != "" || p.pcapDir != "" || p.plotDir != "" }
 
 // check reads the flags against a run of nodes nodes whose virtual length
 // is at most runLen (a timed run's duration, or a fixed-size transfer's
@@ -50,13 +78,18 @@ type observePlan struct {
 // each folder, before anything runs.
 func (f *observeFlags) check(nodes int, runLen des.Time, runWhat string) (observePlan, error) {
 	var p observePlan
-	if f.fs.Changed("trace-every") && *f.trace == "" && *f.plot == "" {
+	sampled := *f.trace != "" || f.plotSeries && *f.plot != ""
+	switch {
+	case f.fs.Changed("trace-every") && !sampled && f.plotSeries:
 		return p, usageError{errors.New("--trace-every applies to --trace and --plot: add one, or drop --trace-every")}
-	}
-	if f.fs.Changed("pcap-nodes") && *f.pcap == "" {
+	case f.fs.Changed("trace-every") && !sampled:
+		return p, usageError{errors.New("--trace-every applies to --trace: add --trace DIR, or drop --trace-every")}
+	case f.traceNodes != nil && f.fs.Changed("trace-nodes") && *f.trace == "":
+		return p, usageError{errors.New("--trace-nodes applies to --trace: add --trace DIR, or drop --trace-nodes")}
+	case f.fs.Changed("pcap-nodes") && *f.pcap == "":
 		return p, usageError{errors.New("--pcap-nodes applies to --pcap: add --pcap DIR, or drop --pcap-nodes")}
 	}
-	if *f.trace != "" || *f.plot != "" {
+	if sampled {
 		hi := max(min(runLen, des.MaxVirtual), minTraceEvery)
 		d, err := des.ParseDuration(*f.every, 0, des.MaxVirtual)
 		if err != nil {
@@ -75,6 +108,12 @@ func (f *observeFlags) check(nodes int, runLen des.Time, runWhat string) (observ
 	if *f.pcap != "" {
 		var err error
 		if p.nodes, err = parseNodeList("pcap-nodes", *f.nodes, nodes); err != nil {
+			return p, err
+		}
+	}
+	if *f.trace != "" && f.traceNodes != nil {
+		var err error
+		if p.traceNodes, err = parseNodeList("trace-nodes", *f.traceNodes, nodes); err != nil {
 			return p, err
 		}
 	}
