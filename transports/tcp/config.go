@@ -102,10 +102,37 @@ type Config struct {
 	Autotune   Autotune
 	SendBuffer BufferSizes
 	RecvBuffer BufferSizes
-	// AdvWinScale is Linux's tcp_adv_win_scale: of a receive buffer of b
-	// bytes, b − b>>AdvWinScale is offered as window (1: half, Linux
-	// before 6.x; 0: all of it, Shadow).
+	// AdvWinScale is Linux's tcp_adv_win_scale before 6.x: of a receive
+	// buffer of b bytes, b − b>>AdvWinScale is offered as window (1: half;
+	// 0: all of it, Shadow). ScalingRatio replaces it.
 	AdvWinScale int
+	// ScalingRatio is Linux 6.x's share of the receive buffer offered as
+	// window (tcp_win_from_space): b × scaling_ratio / 256, where
+	// scaling_ratio is 50 % until the first full-sized segment arrives
+	// (TCP_DEFAULT_SCALING_RATIO, Linux 6.11 on) and then that segment's
+	// payload over its truesize (tcp_measure_rcv_mss), the model's
+	// truesize being the payload plus linuxSkbOverhead. Autotuning's
+	// inverse (tcp_space_from_win) divides by the same ratio.
+	ScalingRatio bool
+	// WindowScale is window scaling (RFC 7323) as Linux offers windows
+	// with it (__tcp_select_window): the free space to the byte, aligned
+	// up to the scale's unit, rather than rounded down to whole segments;
+	// below half the buffer it is rounded down to the unit and offered as
+	// zero under one segment or a sixteenth of the buffer. The scale is
+	// tcp_select_initial_window's: ilog2(max(RecvBuffer.Max, RmemMax)) −
+	// 15, in [0, 14]. SYNs offer tcp_select_initial_window's first
+	// window: the buffer's share rounded down to whole segments, at most
+	// 65 535. Without it the window is offered in whole segments.
+	WindowScale bool
+	// RmemMax is net.core.rmem_max (Linux's default 212 992, SK_RMEM_MAX,
+	// net/core/sock.c): it caps SO_RCVBUF requests, which the model's TCP
+	// never makes, so it enters only the window scale above.
+	RmemMax int
+	// HalfWindowMSS bounds the segment size to half the largest window
+	// the peer has offered (Linux's tcp_bound_to_half_wnd, rerun by
+	// tcp_sync_mss whenever that window grows), so that a window of
+	// under two segments still carries two.
+	HalfWindowMSS bool
 
 	// RTO per RFC 6298: RTOInitial before the first sample, clamped to
 	// [RTOMin, RTOMax], doubled on each expiry. RTOVarFloor applies Linux's
@@ -127,10 +154,26 @@ type Config struct {
 	Seed uint64
 }
 
-// LinuxConfig is Linux's default TCP: CUBIC with HyStart, SACK, internal
-// pacing, Linux's delayed ACKs and buffer autotuning with the stock
-// tcp_rmem (4 096 / 131 072 / 6 291 456) and tcp_wmem (4 096 / 16 384 /
-// 4 194 304), min RTO 200 ms.
+// Linux's default sysctls of the socket buffers: net.ipv4.tcp_rmem and
+// tcp_wmem (net/ipv4/tcp.c, tcp_init: 4 KiB / 128 KiB / 6 MiB and
+// 4 KiB / 16 KiB / 4 MiB on a machine with enough memory) and
+// net.core.rmem_max and wmem_max (net/core/sock.c: SK_RMEM_MAX and
+// SK_WMEM_MAX, 256 skbs of 832 bytes on x86-64).
+var (
+	LinuxRmem = BufferSizes{4096, 131072, 6291456}
+	LinuxWmem = BufferSizes{4096, 16384, 4194304}
+)
+
+// LinuxRmemMax and LinuxWmemMax are net.core.rmem_max and wmem_max.
+const (
+	LinuxRmemMax = 212992
+	LinuxWmemMax = 212992
+)
+
+// LinuxConfig is Linux 6.x's default TCP: CUBIC with HyStart, SACK,
+// internal pacing, Linux's delayed ACKs, window scaling and buffer
+// autotuning with the stock tcp_rmem (4 096 / 131 072 / 6 291 456) and
+// tcp_wmem (4 096 / 16 384 / 4 194 304), min RTO 200 ms.
 func LinuxConfig() Config {
 	return Config{
 		CongestionControl:  CUBIC,
@@ -147,9 +190,12 @@ func LinuxConfig() Config {
 		DelAckTimeout:      40 * des.Millisecond,
 		QuickAcks:          16,
 		Autotune:           AutotuneLinux,
-		SendBuffer:         BufferSizes{4096, 16384, 4194304},
-		RecvBuffer:         BufferSizes{4096, 131072, 6291456},
-		AdvWinScale:        1,
+		SendBuffer:         LinuxWmem,
+		RecvBuffer:         LinuxRmem,
+		ScalingRatio:       true,
+		WindowScale:        true,
+		RmemMax:            LinuxRmemMax,
+		HalfWindowMSS:      true,
 		RTOInitial:         des.Second,
 		RTOMin:             200 * des.Millisecond,
 		RTOMax:             120 * des.Second,
@@ -183,6 +229,7 @@ func ShadowConfig() Config {
 	c.SendBuffer = BufferSizes{16384, 131072, 4 << 20}
 	c.RecvBuffer = BufferSizes{87380, 174760, 6 << 20}
 	c.AdvWinScale = 0
+	c.ScalingRatio, c.WindowScale, c.HalfWindowMSS = false, false, false
 	c.RTOVarFloor = false
 	return c
 }
@@ -228,9 +275,12 @@ func (c *Config) validate(mtu int) error {
 		name string
 		s    BufferSizes
 	}{{"send", c.SendBuffer}, {"receive", c.RecvBuffer}} {
-		if b.s.Min < c.MSS || b.s.Default < b.s.Min || b.s.Max < b.s.Default || b.s.Max > 1<<30 {
-			return fmt.Errorf("tcp: %s buffer sizes %+v: need MSS <= Min <= Default <= Max <= 1 GiB", b.name, b.s)
+		if b.s.Min < 1 || b.s.Default < b.s.Min || b.s.Max < b.s.Default || b.s.Max < c.MSS || b.s.Max > 1<<30 {
+			return fmt.Errorf("tcp: %s buffer sizes %+v: need 1 <= Min <= Default <= Max <= 1 GiB and Max >= MSS %d", b.name, b.s, c.MSS)
 		}
+	}
+	if c.RmemMax < 0 || c.RmemMax > 1<<30 {
+		return fmt.Errorf("tcp: RmemMax %d out of range [0, 1 GiB]", c.RmemMax)
 	}
 	return nil
 }

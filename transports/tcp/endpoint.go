@@ -296,15 +296,17 @@ func (ep *Endpoint) output(flags Flags, seq SeqNum, payload []byte, prio uint64,
 		h.MSS = uint16(ep.cfg.MSS)
 		h.SACKPermitted = ep.cfg.SACK
 	}
+	if flags&FlagSYN != 0 {
+		h.Window = uint32(ep.rcv.synWindow())
+	} else {
+		h.Window = uint32(ep.rcv.advertise())
+	}
 	if flags&FlagACK != 0 {
 		h.Ack = ep.rcv.nxt
-		h.Window = uint32(ep.rcv.advertise())
 		if ep.sackOK {
 			room := (ep.eng.net.MTU() - 20 - HeaderLen - len(payload) - sackBaseLen) / sackBlockLen
 			ep.rcv.fillSACK(h, min(room, MaxSACKBlocks))
 		}
-	} else {
-		h.Window = uint32(ep.rcv.advertise())
 	}
 	if err := ep.sock.SendSegment(ep.rnode, ep.rport, payload, h, h.Len(), false, prio, now); err != nil {
 		ep.eng.freeHeader(h)

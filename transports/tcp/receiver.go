@@ -1,6 +1,8 @@
 package tcp
 
 import (
+	"math/bits"
+
 	"github.com/uplinksim/uplink/des"
 )
 
@@ -11,8 +13,9 @@ import (
 // The receive buffer is one ring holding [first unread byte, right edge of
 // the window): in-order data waiting for the application and out-of-order
 // data at its offset, whose extents the ooo set records. The window offered
-// is the buffer's share for data (Config.AdvWinScale) less what it holds,
-// rounded down to whole segments, and never moves its right edge back
+// is the buffer's share for data (Config.ScalingRatio or AdvWinScale) less
+// what it holds, aligned to the window scale's unit (Config.WindowScale)
+// or rounded down to whole segments, and never moves its right edge back
 // (RFC 9293 §3.8.6.2.2).
 type receiver struct {
 	ep *Endpoint
@@ -37,6 +40,13 @@ type receiver struct {
 	recent     [MaxSACKBlocks]SeqNum // starts of the most recently reported SACK blocks, newest first
 	nrecent    int
 
+	// Linux's window share and scale: scaling_ratio (of 256), the
+	// receiver's estimate of the peer's segment size (icsk_ack.rcv_mss)
+	// and rcv_wscale (Config.ScalingRatio, Config.WindowScale).
+	ratio  int
+	rcvMSS int
+	wscale int
+
 	// Linux DRS (tcp_rcv_space_adjust, tcp_rcv_rtt_measure).
 	spaceBytes  int
 	spaceSeq    SeqNum
@@ -51,8 +61,35 @@ type receiver struct {
 	adjStarted bool
 }
 
+// Linux's constants of the window share (include/net/tcp.h): the ratio's
+// unit (TCP_RMEM_TO_WIN_SCALE) and its value before a full-sized segment
+// is measured (TCP_DEFAULT_SCALING_RATIO, 50 % since Linux 6.11), the
+// first estimate of the peer's segment size (TCP_MIN_RCVMSS) and its
+// floor (TCP_MIN_MSS).
+const (
+	rmemToWinScale      = 8
+	defaultScalingRatio = 1 << (rmemToWinScale - 1)
+	minRcvMSS           = 536
+	minMSS              = 88
+)
+
+// linuxSkbOverhead is the truesize of a received segment beyond its
+// payload: an skb whose head holds the headers and whose payload lies in
+// page fragments, SKB_TRUESIZE(MAX_TCP_HEADER) = 320 + 256 (struct
+// sk_buff) + 320 (struct skb_shared_info) on x86-64. Real truesize
+// depends on the driver; this gives 1 460-byte segments a ratio of 62 %
+// and 64 KB segments one of 98 %.
+const linuxSkbOverhead = 896
+
 func (r *receiver) init(ep *Endpoint) {
 	r.ep = ep
+	r.ratio = defaultScalingRatio
+	if ep.cfg.WindowScale {
+		// tcp_select_initial_window: the scale that lets the largest
+		// buffer's window be offered.
+		space := max(ep.cfg.RecvBuffer.Max, ep.cfg.RmemMax, 1)
+		r.wscale = min(max(bits.Len(uint(space))-1-15, 0), 14)
+	}
 	r.setBuffer(ep.cfg.RecvBuffer.Default)
 	if ep.cfg.DelayedAck != DelAckOff {
 		r.delack = ep.eng.sim.NewTimer(r.delackFired)
@@ -73,10 +110,40 @@ func (r *receiver) start(irs SeqNum) {
 // far above what the cell really holds.
 func (r *receiver) setBuffer(b int) {
 	r.rcvbuf = b
-	r.win = b
-	if sc := r.ep.cfg.AdvWinScale; sc > 0 {
-		r.win = b - b>>sc // tcp_win_from_space
+	r.win = r.winFromSpace(b)
+}
+
+// winFromSpace is tcp_win_from_space: the window share of a buffer of b
+// bytes.
+func (r *receiver) winFromSpace(b int) int {
+	if r.ep.cfg.ScalingRatio {
+		return int(int64(b) * int64(r.ratio) >> rmemToWinScale)
 	}
+	if sc := r.ep.cfg.AdvWinScale; sc > 0 {
+		return b - b>>sc
+	}
+	return b
+}
+
+// measureRcvMSS is tcp_measure_rcv_mss for an in-order segment of n
+// payload bytes: a segment at least as large as the estimate of the peer's
+// segment size raises the estimate to it (at most our MSS), and one of a
+// new size sets the window share's ratio to its payload over its
+// truesize, the window following (the window clamp, and the DRS measure
+// when above it).
+func (r *receiver) measureRcvMSS(n int) {
+	if n < r.rcvMSS {
+		return
+	}
+	if n != r.rcvMSS && r.ep.cfg.ScalingRatio {
+		ratio := max(n<<rmemToWinScale/(n+linuxSkbOverhead), 1)
+		if ratio != r.ratio {
+			r.ratio = ratio
+			r.win = r.winFromSpace(r.rcvbuf)
+			r.spaceBytes = min(r.spaceBytes, r.win)
+		}
+	}
+	r.rcvMSS = min(n, r.ep.cfg.MSS)
 }
 
 // stored is the bytes the ring holds from readSeq on: in-order unread
@@ -97,9 +164,26 @@ func (r *receiver) established(now des.Time) {
 		// shrinks (window() never moves it back).
 		r.setBuffer(ep.shadowInitialBuffer(ep.cfg.RecvBuffer, false))
 	}
-	// tcp_init_buffer_space: the first DRS measure expects 10 segments.
+	// tcp_init_buffer_space: the first DRS measure expects the first
+	// window, at most 10 segments.
 	r.spaceBytes = min(r.win, 10*ep.mss)
+	if ep.cfg.WindowScale {
+		r.spaceBytes = min(r.initialWindow(), 10*ep.cfg.MSS)
+	}
+	// tcp_initialize_rcv_mss: a guess below the peer's segments.
+	r.rcvMSS = max(min(ep.cfg.MSS, ep.mss, r.initialWindow()/2, minRcvMSS), minMSS)
 	r.spaceSeq, r.spaceTime = r.readSeq, now
+}
+
+// initialWindow is tcp_select_initial_window's first window: the buffer's
+// share, rounded down to whole segments when above one, at most 65 535
+// (a SYN's window is never scaled).
+func (r *receiver) initialWindow() int {
+	w, mss := r.win, r.ep.cfg.MSS
+	if w > mss {
+		w -= w % mss
+	}
+	return min(w, 65535)
 }
 
 // unread is the in-order data waiting for the application.
@@ -114,13 +198,43 @@ func (r *receiver) unread() int {
 // eof reports whether the application has read up to the peer's FIN.
 func (r *receiver) eof() bool { return r.finDone && r.unread() == 0 }
 
-// window is the window to offer now, in bytes.
+// window is the window to offer now, in bytes: with window scaling,
+// __tcp_select_window's free space (rounded down to the scale's unit and
+// offered as zero under a segment or a sixteenth of the buffer when less
+// than half the buffer is free) aligned up to the unit; without, the free
+// space in whole segments.
 func (r *receiver) window() int {
 	free := r.readSeq.Add(r.win).Sub(r.nxt)
-	mss := r.ep.mss
-	w := max(free-free%mss, 0)
+	var w int
+	if r.ep.cfg.WindowScale {
+		unit := 1 << r.wscale
+		mss := min(r.rcvMSS, r.win)
+		if free < r.win/2 {
+			free -= free % unit
+			if free < r.win>>4 || free < mss {
+				free = 0
+			}
+		}
+		w = max((free+unit-1)/unit*unit, 0)
+	} else {
+		mss := r.ep.mss
+		w = max(free-free%mss, 0)
+	}
 	if cur := r.advRight.Sub(r.nxt); cur > w {
 		w = cur
+	}
+	return w
+}
+
+// synWindow is the window a SYN offers: with window scaling,
+// tcp_select_initial_window's (initialWindow); else window's.
+func (r *receiver) synWindow() int {
+	if !r.ep.cfg.WindowScale {
+		return r.advertise()
+	}
+	w := r.initialWindow()
+	if e := r.nxt.Add(w); e.After(r.advRight) {
+		r.advRight = e
 	}
 	return w
 }
@@ -191,6 +305,7 @@ func (r *receiver) segment(seq SeqNum, data []byte, fin bool, now des.Time) {
 		return
 	}
 	hadOOO := !r.ooo.empty()
+	r.measureRcvMSS(len(data))
 	r.nxt = end
 	for !r.ooo.empty() && r.ooo.rs[0].start.BeforeEq(r.nxt) {
 		r.nxt = seqMax(r.nxt, r.ooo.rs[0].end)
@@ -291,9 +406,10 @@ func (r *receiver) ackPolicy(now des.Time) {
 	}
 	switch ep.cfg.DelayedAck {
 	case DelAckLinux:
-		// __tcp_ack_snd_check: more than one full segment unacknowledged,
-		// quick-ACK mode, or out-of-order data: now; else the timer.
-		if r.ackNow || r.quick > 0 || r.nxt.Sub(r.wup) > ep.mss {
+		// __tcp_ack_snd_check: more than one full segment (the estimate
+		// of the peer's, icsk_ack.rcv_mss) unacknowledged, quick-ACK
+		// mode, or out-of-order data: now; else the timer.
+		if r.ackNow || r.quick > 0 || r.nxt.Sub(r.wup) > r.rcvMSS {
 			ep.sendAck(now)
 		} else if !r.delack.Pending() {
 			ep.eng.sim.Schedule(r.delack, now+ep.cfg.DelAckTimeout)
@@ -394,6 +510,9 @@ func (r *receiver) spaceAdjust(now des.Time) {
 
 // spaceFromWin is tcp_space_from_win: the buffer whose window share is w.
 func (r *receiver) spaceFromWin(w int) int {
+	if r.ep.cfg.ScalingRatio {
+		return int(int64(w) << rmemToWinScale / int64(r.ratio))
+	}
 	s := r.ep.cfg.AdvWinScale
 	if s == 0 {
 		return w

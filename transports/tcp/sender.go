@@ -1,6 +1,8 @@
 package tcp
 
 import (
+	"math/bits"
+
 	"github.com/uplinksim/uplink/des"
 )
 
@@ -14,10 +16,19 @@ const (
 	caLoss             // after a retransmission timeout, until recover is acknowledged
 )
 
-// linuxPerMSS is Linux's memory per segment in tcp_sndbuf_expand for MSS
-// 1 460: roundup_pow_of_two(1 460 + MAX_TCP_HEADER + skb_shared_info)
-// + sizeof(sk_buff) = 4 096 + 256.
-const linuxPerMSS = 4352
+// linuxPerMSS is Linux's memory per segment in tcp_sndbuf_expand, the
+// worst case of one skb per segment with a kmalloced head:
+// roundup_pow_of_two(mss + MAX_TCP_HEADER + skb_shared_info) +
+// sizeof(sk_buff), the sizes aligned as SKB_DATA_ALIGN does on x86-64
+// (320, 320 and 256 bytes): 4 352 for MSS 1 460, 131 328 for 65 495.
+func linuxPerMSS(mss int) int {
+	return 1<<bits.Len(uint(mss+320+320-1)) + 256
+}
+
+// tcpMinMSSPayload is the smallest segment tcp_bound_to_half_wnd leaves:
+// 68 bytes less the TCP header (20 bytes; the model carries no
+// timestamps).
+const tcpMinMSSPayload = 68 - HeaderLen
 
 // rtxRecord notes a retransmission for lost-retransmission detection: the
 // segment, snd_nxt when it was retransmitted, and when.
@@ -112,6 +123,25 @@ func (s *sender) established(now des.Time) {
 	}
 }
 
+// segSize is the size new data is cut to (Linux's mss_cache): the peer's
+// MSS, with Config.HalfWindowMSS at most half the largest window the peer
+// has offered (tcp_bound_to_half_wnd: the whole window when that is at
+// most 536 bytes, and never below tcpMinMSSPayload).
+func (s *sender) segSize() int {
+	mss := s.ep.mss
+	if !s.ep.cfg.HalfWindowMSS {
+		return mss
+	}
+	cutoff := s.maxWnd
+	if cutoff > minRcvMSS {
+		cutoff >>= 1
+	}
+	if cutoff > 0 && mss > cutoff {
+		return max(cutoff, tcpMinMSSPayload)
+	}
+	return mss
+}
+
 // inFlight is the flight measure the window limits (see sender).
 func (s *sender) inFlight() int { return s.segs.n - s.sackedOut - s.lostOut + s.retransOut }
 
@@ -197,7 +227,7 @@ func (s *sender) trySend(now des.Time) {
 		if ep.timerMode != tmRTO {
 			ep.arm(tmRTO, now+s.rtt.current())
 		}
-	} else if s.bufLen > 0 && ep.timerMode != tmPersist && s.wnd < min(s.bufLen, ep.mss) {
+	} else if s.bufLen > 0 && ep.timerMode != tmPersist && s.wnd < min(s.bufLen, s.segSize()) {
 		// Window closed with data waiting: probe it (RFC 9293 §3.8.6.1).
 		ep.arm(tmPersist, now+s.probeInterval())
 	}
@@ -245,7 +275,7 @@ func (s *sender) nextNew() (n int, fin, ok bool) {
 	if s.finSent {
 		return 0, false, false
 	}
-	mss := s.ep.mss
+	mss := s.segSize()
 	avail := s.bufLen - s.nxt.Sub(s.una)
 	if avail > 0 {
 		room := s.una.Add(s.wnd).Sub(s.nxt)
@@ -349,7 +379,7 @@ func (s *sender) paceGap(n int) des.Time {
 		ratio = cfg.PacingSSRatio
 	}
 	w := max(s.cc.Cwnd(), s.segs.n, 1)
-	return des.Time(int64(n) * int64(s.rtt.srtt) * 100 / (int64(ratio) * int64(w) * int64(s.ep.mss)))
+	return des.Time(int64(n) * int64(s.rtt.srtt) * 100 / (int64(ratio) * int64(w) * int64(s.segSize())))
 }
 
 // pacingRate is the current pacing rate in bytes per second (0: unpaced).
@@ -357,11 +387,12 @@ func (s *sender) pacingRate() float64 {
 	if s.paceTimer == nil || s.rtt.srtt <= 0 {
 		return 0
 	}
-	g := s.paceGap(s.ep.mss)
+	mss := s.segSize()
+	g := s.paceGap(mss)
 	if g <= 0 {
 		return 0
 	}
-	return float64(s.ep.mss) / g.Seconds()
+	return float64(mss) / g.Seconds()
 }
 
 func (s *sender) stopPacing() {
@@ -697,7 +728,7 @@ func (s *sender) markHeadLost() int {
 //
 // A retransmission lost in turn is caught by markLostRetrans.
 func (s *sender) markLostBySACK() int {
-	thresh := 2 * s.ep.mss
+	thresh := 2 * s.segSize()
 	acc := 0
 	var boundary SeqNum
 	found := false
@@ -818,10 +849,12 @@ func (s *sender) spaceFreed(now des.Time) {
 }
 
 // expandLinux is tcp_sndbuf_expand: room for 2 × max(cwnd, 10) segments of
-// linuxPerMSS bytes, at most tcp_wmem[2]. Linux counts that memory in skb
-// truesize; the model counts payload bytes, which Linux's GSO-sized skbs
-// approach, so the buffer holds about as much data as Linux's would.
+// linuxPerMSS bytes for the peer's MSS, at most tcp_wmem[2]. Linux counts
+// that memory in skb truesize; the model counts payload bytes, which
+// Linux's GSO-sized skbs approach (a 64 KB skb's truesize is its payload
+// and about 1 KB), so the buffer holds about as much data as Linux's
+// would.
 func (s *sender) expandLinux() {
-	want := 2 * max(s.cc.Cwnd(), 10) * linuxPerMSS
+	want := 2 * max(s.cc.Cwnd(), 10) * linuxPerMSS(s.ep.mss)
 	s.bufLimit = max(s.bufLimit, min(want, s.ep.cfg.SendBuffer.Max))
 }
