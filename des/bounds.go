@@ -38,6 +38,11 @@ const (
 	// MaxBytes bounds a byte count (a buffer, a queue limit, a transfer).
 	MaxBytes int64 = 1 << 40
 
+	// MaxSockBuf bounds a socket buffer size or cap (a tcp_rmem or
+	// tcp_wmem entry, rmem_max, wmem_max): Linux takes up to INT_MAX; the
+	// TCP model keeps buffers within 1 GiB.
+	MaxSockBuf int64 = 1 << 30
+
 	// MaxNodes bounds the nodes of a cell; the memory check of a cell
 	// (cell.EstimateMemory) is usually the tighter bound.
 	MaxNodes = 100_000
@@ -304,6 +309,32 @@ func ParseFloat(s string, lo, hi float64) (float64, error) {
 func CheckFloat(s string, v, lo, hi float64) (float64, error) {
 	if math.IsNaN(v) || v < lo || v > hi {
 		return 0, fmt.Errorf("%q: want a number from %g to %g", s, lo, hi)
+	}
+	return v, nil
+}
+
+// ParseBufferTriple reads a socket buffer sysctl's triple "min default
+// max" (Linux's tcp_rmem and tcp_wmem, such as "4096 131072 6291456"):
+// three byte counts, each read as ParseBytes reads BinaryBytes within
+// [1, MaxSockBuf], with min <= default <= max.
+func ParseBufferTriple(s string) ([3]int64, error) {
+	var v [3]int64
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return v, fmt.Errorf("%q: want three byte counts, min default max, such as \"4096 131072 6291456\"", s)
+	}
+	names := [3]string{"min", "default", "max"}
+	for i, x := range f {
+		n, err := ParseBytes(x, BinaryBytes, 1, MaxSockBuf)
+		if err != nil {
+			return v, fmt.Errorf("%q: %s: %w", s, names[i], err)
+		}
+		v[i] = n
+	}
+	for i := range 2 {
+		if v[i] > v[i+1] {
+			return v, fmt.Errorf("%q: %s %d above %s %d: want min <= default <= max", s, names[i], v[i], names[i+1], v[i+1])
+		}
 	}
 	return v, nil
 }

@@ -148,3 +148,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseBufferTriple: a tcp_rmem / tcp_wmem triple reads as three byte
+// counts in order; each error names the limit it broke.
+func TestParseBufferTriple(t *testing.T) {
+	v, err := ParseBufferTriple(" 4096  131072\t6291456 ")
+	require.NoError(t, err)
+	require.Equal(t, [3]int64{4096, 131072, 6291456}, v)
+	v, err = ParseBufferTriple("4K 128K 6M")
+	require.NoError(t, err)
+	require.Equal(t, [3]int64{4096, 131072, 6 << 20}, v)
+	for in, want := range map[string]string{
+		"4096 131072":         "want three byte counts, min default max",
+		"4096 131072 1 2":     "want three byte counts",
+		"0 131072 6291456":    "min: size \"0\": want 1 byte to 1 GiB",
+		"4096 x 6291456":      "default: size",
+		"4096 131072 2G":      "max: size \"2G\": want 1 byte to 1 GiB",
+		"8192 4096 6291456":   "min 8192 above default 4096: want min <= default <= max",
+		"4096 131072 65536":   "default 131072 above max 65536",
+		"4096 131072.5 65536": "not a whole number of bytes",
+	} {
+		_, err := ParseBufferTriple(in)
+		require.ErrorContains(t, err, want, in)
+	}
+}
