@@ -50,6 +50,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	outPath := fs.String("out", "", "write a JSON record of the run to this file: the configuration, every figure printed, the queues' delay histograms and the flows (docs/records.md)")
 	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
 	obsFlags := addObserveFlags(fs)
+	lf := addLinkFlags(fs)
 	backend := fs.String("backend", "uplink", "the network: uplink (uplink's model) or simnet (github.com/marcopolo/simnet v0.0.7, the study's harness network: QUIC only, its own FQ-CoDel and one-MTU token bucket on every link, no loss, no --qdisc, --host-rate or --block-sends)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -134,6 +135,9 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		cfg.TCP = &tc
 	default:
 		return usageError{fmt.Errorf("--transport %q: valid transports are: quic, tcp", *transport)}
+	}
+	if err := lf.apply(fs, &cfg); err != nil {
+		return err
 	}
 	if err := flagCount("gomaxprocs", *procs, 1, maxProcs); err != nil {
 		return err

@@ -62,6 +62,14 @@ type Config struct {
 	// NetemLimit is the packets each direction's latency pipe holds, as
 	// netem's limit (netmodel.Config.NetemLimit); 0: unlimited.
 	NetemLimit int
+	// MTU is every link's MTU in bytes (netmodel.Config.MTU; 0: 1 500).
+	// With a nil TCP the TCP model's MSS is MTU − 40; a given TCP keeps
+	// its MSS, which must fit. QUIC's packets keep quic-go's sizes.
+	MTU int
+	// SockBufMax and SndBufMax cap the UDP sockets' buffer requests
+	// before doubling (netmodel.Config: Linux's rmem_max, and wmem_max
+	// below it); 0: no cap but the 256 MiB ceiling.
+	SockBufMax, SndBufMax int
 	// TCP is the TCP model of Transport "tcp"; nil: tcp.LinuxConfig().
 	// Its Seed is replaced by Seed.
 	TCP *tcp.Config
@@ -154,6 +162,9 @@ func (c *Config) defaults() error {
 			return errors.New("bulk: GSO applies to QUIC's UDP sockets; TCP sends segment by segment")
 		}
 		t := tcp.LinuxConfig()
+		if c.MTU > 0 {
+			t.MSS = c.MTU - 40
+		}
 		if c.TCP != nil {
 			t = *c.TCP
 		}
@@ -208,6 +219,8 @@ func (c *Config) checkSimnet() error {
 		return errors.New("bulk: backend simnet's sockets never block a write")
 	case c.Trace != nil || len(c.Captures) > 0:
 		return errors.New("bulk: backend simnet has no trace or capture")
+	case c.MTU != 0 || c.SockBufMax != 0 || c.SndBufMax != 0:
+		return errors.New("bulk: backend simnet has its own MTU and socket buffers")
 	}
 	return nil
 }
@@ -260,6 +273,9 @@ func newNetwork(cfg Config) (*des.Live, *netmodel.Network, error) {
 		Seed:       cfg.Seed,
 		GSO:        cfg.GSO,
 		NetemLimit: cfg.NetemLimit,
+		MTU:        cfg.MTU,
+		SockBufMax: cfg.SockBufMax,
+		SndBufMax:  cfg.SndBufMax,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("bulk: %w", err)
