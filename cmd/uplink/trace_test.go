@@ -71,8 +71,8 @@ func countPcapng(t *testing.T, path string) (out, in uint64) {
 // without them (wall time and the core's wake-ups aside); the trace's
 // bytes sent per 10 ms add up to the record's net_bytes; the backlog never
 // exceeds the 50-packet limit; the captures hold every packet that left
-// an uplink, each received once by the other node; the figures are
-// written.
+// an uplink, each data packet received once by the other node; the
+// figures are written.
 func TestBulkTraceCaptureAndPlots(t *testing.T) {
 	args := []string{"--transport", "tcp", "--rate", "20Mbit", "--rtt", "40ms", "--bytes", "512KiB", "--qdisc", "up=pfifo:limit=50"}
 	plain, _ := runBulkRecord(t, args...)
@@ -118,11 +118,14 @@ func TestBulkTraceCaptureAndPlots(t *testing.T) {
 	o0, i0 := countPcapng(t, filepath.Join(pc, "node-0.pcapng"))
 	o1, i1 := countPcapng(t, filepath.Join(pc, "node-1.pcapng"))
 	require.Equal(t, rec.NetPackets, o0+o1)
-	// No loss: every packet that left one node's uplink reached the other
-	// (a queue drop happens before the departure).
+	// No loss: every data packet that left the sender's uplink reached
+	// the receiver (a queue drop happens before the departure); of the
+	// receiver's ACKs, those sent in the last one-way latency before the
+	// run ends (at the receiver's end of file) are still on the wire.
 	require.NotZero(t, *rec.QueueDrops)
 	require.Equal(t, o0, i1)
-	require.Equal(t, o1, i0)
+	require.LessOrEqual(t, i0, o1)
+	require.Positive(t, i0)
 
 	for _, name := range []string{"queue-delay-cdf", "backlog", "throughput", "cwnd"} {
 		_, err := os.Stat(filepath.Join(pl, name+".svg"))
