@@ -3,7 +3,6 @@
 package des
 
 import (
-	"runtime/metrics"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,15 +19,13 @@ func WallNow() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// BusyCPU is the CPU time the process's Go code and runtime have used so
-// far (the runtime's estimate: its total CPU time under GOMAXPROCS less
-// the idle time, runtime/metrics), for the cores a phase kept busy: its
-// difference over a span over the span's wall time.
+// BusyCPU is the CPU time the process has used so far, user and system
+// (getrusage), for the cores a phase kept busy: its difference over a
+// span over the span's wall time. 0 where the system does not report it.
 func BusyCPU() time.Duration {
-	s := []metrics.Sample{{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 || s[1].Value.Kind() != metrics.KindFloat64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return time.Duration((s[0].Value.Float64() - s[1].Value.Float64()) * float64(time.Second))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -223,8 +223,9 @@ type Record struct {
 	FirstHeartbeatMS float64 `json:"first_heartbeat_ms"`
 	PublishAtS       float64 `json:"publish_at_s"`
 	Phases           Phases  `json:"phases"`
-	// PhaseCPU is the CPU time the cell's process kept busy in each phase
-	// (des.BusyCPU): over Phases, the cores each phase used.
+	// PhaseCPU is the CPU time the cell's process used in each phase
+	// (des.BusyCPU: user and system): over Phases, the cores each phase
+	// used.
 	PhaseCPU   Phases `json:"phase_cpu_s"`
 	SimPackets uint64 `json:"sim_packets"`
 	// ConnAtPublish is quic-go's view of the connections at the publish
