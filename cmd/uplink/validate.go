@@ -53,7 +53,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	fresh := of.Bool("fresh", false, "ignore the records already in --cache and --reuse (they stay in the files)")
 	anyVersion := of.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
 	cachedOnly := of.Bool("cached-only", false, "run nothing: compare the records already in --cache (a cell with none prints as not run), e.g. while a long replay is still going")
-	reportDir := of.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder")
+	reportDir := of.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder; with --study, report.md with the study's table (p50 and p99, paired per seed)")
 	if help, err := g.parse(args, stderr); help || err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		if *cache == "" {
 			*cache = studyCacheName(*study)
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, *reportDir, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -430,7 +430,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 }
 
 // runStudy runs a study's missing cells and prints its table and reading.
-func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, sh shardOpts,
+func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, reportDir string, sh shardOpts,
 	check func([]cell.Config) error, run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, user, err := loadStudy(name)
 	if err != nil {
@@ -485,6 +485,12 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	}
 	runErr := run(todo, records)
 	printStudy(stdout, st, cells, records)
+	if reportDir != "" {
+		if err := validate.WriteStudyReport(reportDir, st, cells, records); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "report written to %s\n", reportDir)
+	}
 	if runErr != nil {
 		return fmt.Errorf("validate --study: %w", runErr)
 	}

@@ -1,0 +1,44 @@
+package validate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// TestWriteStudyReport: report.md holds the study's question, a row per
+// variant with the paired per-seed differences of p50 and of p99 from
+// the baseline (known answers from synthetic records), and the reading;
+// no temporary file is left beside it.
+func TestWriteStudyReport(t *testing.T) {
+	s := Study{Name: "q", Question: "Does it move?", Arms: []string{"wholend"}, N: 12, Payload: 1 << 16, Seeds: []uint64{7, 8, 9},
+		Variants: []Variant{{Label: "base", Profile: "harness"}, {Label: "again", Profile: "harness", Replicate: 1}}}
+	cells, err := s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	base := []float64{1, 2, 4}
+	f50 := [][]float64{{1, 1, 1}, {1.10, 1.20, 0.95}}
+	f99 := [][]float64{{1, 1, 1}, {0.90, 0.80, 1.00}}
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			p50, p99 := base[i]*f50[c.Variant][i], 2*base[i]*f99[c.Variant][i]
+			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: &p50, P99S: &p99}
+		}
+	}
+	dir := t.TempDir()
+	require.NoError(t, WriteStudyReport(dir, s, cells, records))
+	b, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	md := string(b)
+	require.Contains(t, md, "# Study q\n\nDoes it move?\n")
+	require.Contains(t, md, "| base | wholend | 3 | 2.000 s | 1.000 s to 4.000 s | 4.000 s | baseline | baseline |")
+	require.Contains(t, md, "| again | wholend | 3 | 2.400 s | 1.100 s to 3.800 s | 3.200 s | +10% [−5%, +20%] | −10% [−20%, 0%] |")
+	require.Contains(t, md, "Reading (p50): ")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+}
