@@ -111,39 +111,3 @@ func newCongestionControl(cfg *Config, sack bool) CongestionControl {
 		return NewCubic(cfg.InitialCwnd, cfg.HyStart)
 	}
 }
-
-// prr is Proportional Rate Reduction (RFC 6937), the way Linux brings the
-// window down to ssthresh during fast recovery (tcp_cwnd_reduction): it
-// sends in proportion to the data delivered while the pipe is above
-// ssthresh, and slow-starts back up to it (PRR-SSRB) when below.
-type prr struct {
-	priorCwnd int
-	delivered int
-}
-
-func (p *prr) start(cwnd int) { p.priorCwnd, p.delivered = max(cwnd, 1), 0 }
-
-// window returns the window to use after ev, and false when ev delivered
-// nothing (the window is then unchanged).
-func (p *prr) window(ssthresh int, ev *AckEvent) (int, bool) {
-	if ev.Delivered <= 0 {
-		return 0, false
-	}
-	p.delivered += ev.Delivered
-	delta := ssthresh - ev.Pipe
-	var sndcnt int
-	if delta < 0 {
-		sndcnt = (ssthresh*p.delivered+p.priorCwnd-1)/p.priorCwnd - ev.PRROut
-	} else {
-		sndcnt = max(p.delivered-ev.PRROut, ev.Delivered)
-		if ev.SndUnaAdvanced && ev.NewlyLost == 0 {
-			sndcnt++
-		}
-		sndcnt = min(delta, sndcnt)
-	}
-	floor := 0
-	if ev.PRROut == 0 {
-		floor = 1 // force the fast retransmit
-	}
-	return ev.InFlight + max(sndcnt, floor), true
-}

@@ -22,17 +22,22 @@
 //     resets (RST on a refused port through netmodel.Node.HandleUnbound,
 //     RST on data for a closed socket), the protocol timer.
 //   - sender.go: the send buffer, the retransmission queue with Linux's
-//     counters (packets out, SACKed, lost, retransmitted), fast retransmit
-//     on three duplicate ACKs, NewReno partial ACKs (RFC 6582), SACK loss
-//     marking (RFC 6675), the retransmission timer (RFC 6298, Karn's rule,
+//     counters (packets out, SACKed, lost, retransmitted), the SACK
+//     scoreboard, the retransmission timer (RFC 6298, Karn's rule,
 //     exponential backoff), zero-window probes, pacing, the restart
 //     after idle (Linux's tcp_slow_start_after_idle, RFC 2861).
+//   - recovery.go: loss detection (three duplicate ACKs or three SACKed
+//     segments) and the fast-recovery state machine, with one strategy
+//     per file: recovery_sack.go (RFC 6675), recovery_newreno.go (RFC
+//     6582 partial ACKs, without SACK), recovery_reno.go (classic Reno,
+//     Shadow's).
 //   - receiver.go: reassembly in one ring, the advertised window (never
 //     shrinking its right edge), SACK blocks (RFC 2018), delayed ACKs
 //     (Linux's or Shadow's), receive-buffer autotuning (Linux's DRS or
 //     Shadow's rule).
-//   - cc.go (interface, PRR), cc_shadowreno.go, cc_newreno.go,
-//     cc_cubic.go: congestion controllers, in segments.
+//   - cc.go (interface), cc_shadowreno.go, cc_newreno.go, cc_cubic.go:
+//     congestion controllers, in segments; prr.go: PRR (RFC 6937), CUBIC's
+//     window in fast recovery.
 //   - prio.go: the packet priorities Shadow's TCP gives data when the
 //     application writes it, which Shadow's fifo interface sends by
 //     (queues.ShadowFIFO); every write is numbered, and only that

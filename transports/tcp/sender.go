@@ -78,8 +78,10 @@ type sender struct {
 	rtxqHead                       int
 
 	cc  CongestionControl
+	lr  lossRecovery // fast recovery's strategy (recovery.go)
 	rtt rttEstimator
 	ev  AckEvent
+	ack ackInfo
 
 	paceTimer *des.Timer
 	paceNext  des.Time
@@ -100,6 +102,7 @@ func (s *sender) init(ep *Endpoint) {
 	s.rtt.init(ep.cfg)
 	s.bufLimit = ep.cfg.SendBuffer.Default
 	s.cc = newCongestionControl(ep.cfg, ep.cfg.SACK)
+	s.lr = newLossRecovery(ep.cfg.SACK, s.cc.Classic())
 	s.freshFn = func(a, b SeqNum) { s.fresh = append(s.fresh, seqRange{a, b}) }
 	if ep.cfg.Pacing {
 		s.paceTimer = ep.eng.sim.NewTimer(func(now des.Time) { s.trySend(now) })
@@ -112,6 +115,7 @@ func (s *sender) established(now des.Time) {
 	if ep.sackOK != ep.cfg.SACK {
 		s.cc = newCongestionControl(ep.cfg, ep.sackOK) // the peer did not offer SACK
 	}
+	s.lr = newLossRecovery(ep.sackOK, s.cc.Classic())
 	s.recover, s.lostMarkedTo, s.rtxHint = s.una, s.una, s.una
 	s.cwndUsageSeq = s.una
 	s.lastDataSent = now // as Linux at the handshake: no restart on the first data
@@ -405,8 +409,9 @@ func (s *sender) stopPacing() {
 // Acknowledgements.
 
 // onAck processes the ACK field, window and SACK blocks of a segment
-// carrying segLen bytes of data. It returns false when the segment must be
-// dropped (it acknowledges data never sent).
+// carrying segLen bytes of data: the scoreboard, the RTT sample, then loss
+// recovery (recoveryStep, recovery.go). It returns false when the segment
+// must be dropped (it acknowledges data never sent).
 func (s *sender) onAck(h *Header, segLen int, now des.Time) bool {
 	ep := s.ep
 	ack := h.Ack
@@ -467,58 +472,9 @@ func (s *sender) onAck(h *Header, segLen int, now des.Time) bool {
 		ep.stats.DupAcks++
 	}
 
-	newlyLost := lostRetrans
-	ev := &s.ev
-	fill := func() {
-		*ev = AckEvent{
-			Now: now, Acked: acked, Delivered: delivered, Dup: dup,
-			RTT: caRTT, SRTT: s.rtt.srtt, MinRTT: s.rtt.minRTT,
-			InFlight: s.inFlight(), Pipe: s.inFlight() - s.renoSacked, Outstanding: s.segs.n,
-			CwndLimited: s.cwndLimited(), SndUnaAdvanced: acked > 0 || s.una != prevUna, NewlyLost: newlyLost,
-			PRROut: s.prrOut, SndUna: s.una, SndNxt: s.nxt, Paced: s.paceTimer != nil,
-		}
-	}
-	switch s.ca {
-	case caOpen:
-		if dup {
-			s.dupAcks++
-		} else if acked > 0 {
-			s.dupAcks = 0
-		}
-		if s.segs.n > 0 && (s.dupAcks >= 3 || (ep.sackOK && s.sackedOut >= 3)) {
-			newlyLost = s.enterRecovery()
-			fill()
-			s.cc.EnterRecovery(ev)
-		} else if delivered > 0 && !dup {
-			fill()
-			s.cc.OnAck(ev)
-		}
-	case caRecovery:
-		if !ack.Before(s.recover) || (acked > 0 && s.cc.Classic()) {
-			s.ca = caOpen
-			s.dupAcks, s.renoSacked = 0, 0
-			fill()
-			s.cc.ExitRecovery(ev)
-			break
-		}
-		if acked > 0 && !ep.sackOK {
-			newlyLost += s.markHeadLost() // NewReno partial ACK (RFC 6582 §3.2 step 5)
-		}
-		if ep.sackOK {
-			newlyLost += s.markLostBySACK()
-		}
-		fill()
-		s.cc.RecoveryAck(ev)
-	case caLoss:
-		if !ack.Before(s.recover) {
-			s.ca = caOpen
-			s.dupAcks = 0
-		}
-		if delivered > 0 && !dup {
-			fill()
-			s.cc.OnAck(ev)
-		}
-	}
+	a := &s.ack
+	*a = ackInfo{now: now, ack: ack, prevUna: prevUna, acked: acked, delivered: delivered, dup: dup, rtt: caRTT, newlyLost: lostRetrans}
+	s.recoveryStep(a)
 
 	if acked > 0 || s.una != prevUna {
 		s.probes = 0
@@ -649,111 +605,6 @@ func (s *sender) onSACK(h *Header, now des.Time) (n int, seqRTT, caRTT des.Time)
 		seqRTT, caRTT = now-first, now-last
 	}
 	return
-}
-
-// markLostRetrans detects retransmissions lost in turn, as Linux did
-// before RACK (tcp_mark_lost_retrans, to 4.3): a retransmission is lost if
-// the peer SACKed data sent after it, and it is presumed lost again, to be
-// retransmitted once more. Today's Linux gets the same from RACK's
-// time-based rule (RFC 8985). Retransmissions were made in time order,
-// with snd_nxt not decreasing, so the ones this rule catches are always a
-// prefix of the record.
-func (s *sender) markLostRetrans() int {
-	if len(s.sb.rs) == 0 {
-		return 0
-	}
-	hi := s.sb.rs[len(s.sb.rs)-1].end
-	n := 0
-	for s.rtxqHead < len(s.rtxq) && s.rtxq[s.rtxqHead].nxt.Before(hi) {
-		r := s.rtxq[s.rtxqHead]
-		s.rtxqHead++
-		if i := s.segs.search(r.seq); i < s.segs.n {
-			sg := s.segs.at(i)
-			if sg.seq == r.seq && sg.flags&segRetrans != 0 && sg.sent == r.at {
-				sg.flags &^= segRetrans
-				s.retransOut--
-				if sg.seq.Before(s.rtxHint) {
-					s.rtxHint = sg.seq
-				}
-				s.ep.stats.LostRetransmits++
-				n++
-			}
-		}
-	}
-	if s.rtxqHead == len(s.rtxq) {
-		s.rtxq, s.rtxqHead = s.rtxq[:0], 0
-	} else if s.rtxqHead > 1024 && 2*s.rtxqHead > len(s.rtxq) {
-		k := copy(s.rtxq, s.rtxq[s.rtxqHead:])
-		s.rtxq, s.rtxqHead = s.rtxq[:k], 0
-	}
-	return n
-}
-
-// enterRecovery starts fast recovery: the head segment is presumed lost
-// (RFC 5681 §3.2 step 2, RFC 6675 §5 step 4.1).
-func (s *sender) enterRecovery() int {
-	s.ca = caRecovery
-	s.recover = s.nxt
-	s.prrOut = 0
-	s.ep.stats.FastRecoveries++
-	n := s.markHeadLost()
-	if s.ep.sackOK {
-		n += s.markLostBySACK()
-	}
-	return n
-}
-
-func (s *sender) markLost(sg *segment) bool {
-	if sg.flags&(segSacked|segLost) != 0 {
-		return false
-	}
-	sg.flags |= segLost
-	s.lostOut++
-	if sg.seq.Before(s.rtxHint) {
-		s.rtxHint = sg.seq
-	}
-	return true
-}
-
-func (s *sender) markHeadLost() int {
-	if s.segs.n > 0 && s.markLost(s.segs.at(0)) {
-		return 1
-	}
-	return 0
-}
-
-// markLostBySACK applies RFC 6675's IsLost: a segment is presumed lost
-// once more than (DupThresh − 1) × SMSS bytes above it are SACKed
-// (DupThresh 3). It returns the segments newly marked.
-//
-// A retransmission lost in turn is caught by markLostRetrans.
-func (s *sender) markLostBySACK() int {
-	thresh := 2 * s.segSize()
-	acc := 0
-	var boundary SeqNum
-	found := false
-	for i := len(s.sb.rs) - 1; i >= 0; i-- {
-		acc += s.sb.rs[i].len()
-		if acc > thresh {
-			boundary, found = s.sb.rs[i].start, true
-			break
-		}
-	}
-	if !found || !boundary.After(s.lostMarkedTo) {
-		return 0
-	}
-	n := 0
-	for i := s.segs.search(seqMax(s.lostMarkedTo, s.una)); i < s.segs.n; i++ {
-		sg := s.segs.at(i)
-		if !sg.seq.Before(boundary) {
-			break
-		}
-		if s.markLost(sg) {
-			n++
-		}
-	}
-	s.lostMarkedTo = boundary
-	return n
 }
 
 // onRTO handles the retransmission timer (RFC 6298 §5.4–5.6, RFC 5681
