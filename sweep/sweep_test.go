@@ -74,7 +74,8 @@ func TestParseShard(t *testing.T) {
 }
 
 // TestEstimateCost: the wall estimate is within 30 % of the measured
-// whole-message cells at degree 70 (100 and 500 nodes: 54 and 279 s).
+// whole-message cells at degree 70 (100 and 500 nodes: 54 and 279 s), in
+// one bubble and in two partitions.
 func TestEstimateCost(t *testing.T) {
 	for _, m := range []struct {
 		n    int
@@ -82,6 +83,15 @@ func TestEstimateCost(t *testing.T) {
 	}{{100, 54.4}, {500, 279.2}} {
 		got := EstimateCost(cell.Config{N: m.n, Degree: 70, Payload: 1 << 20}).Wall.Seconds()
 		require.InEpsilon(t, m.wall, got, 0.3, "%d nodes", m.n)
+	}
+	// Two partitions on two cores: 121.5 and 216.6 s (BENCHMARKS.md,
+	// "Partitions").
+	for _, m := range []struct {
+		n    int
+		wall float64
+	}{{250, 121.5}, {500, 216.6}} {
+		got := EstimateCost(cell.Config{N: m.n, Degree: 70, Payload: 1 << 20, Partitions: 2}).Wall.Seconds()
+		require.InEpsilon(t, m.wall, got, 0.3, "%d nodes, two partitions", m.n)
 	}
 }
 
