@@ -1,0 +1,410 @@
+package tcp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/netmodel"
+)
+
+// wireSeg is one segment as a node's tap saw it.
+type wireSeg struct {
+	at      des.Time
+	out     bool // sent by the traced node (as it left the uplink); else received by it
+	seq     SeqNum
+	ack     SeqNum
+	flags   Flags
+	len     int
+	numSACK int
+	sack    SACKBlock // the first SACK block (the receiver's latest)
+}
+
+func (w wireSeg) String() string {
+	dir := "<"
+	if w.out {
+		dir = ">"
+	}
+	return fmt.Sprintf("%v %s %s seq=%d ack=%d len=%d sack=%d", w.at, dir, w.flags, w.seq, w.ack, w.len, w.numSACK)
+}
+
+// wireTrace records the segments of one node: every segment it sends, as
+// it leaves the node's uplink (before any loss downstream), and every
+// segment handed to one of its sockets.
+type wireTrace struct{ segs []wireSeg }
+
+func traceNode(nd *netmodel.Node) *wireTrace {
+	tr := &wireTrace{}
+	nd.SetTap(func(p *netmodel.Packet, now des.Time, out bool) {
+		h, ok := p.Hdr.(*Header)
+		if !ok {
+			return
+		}
+		tr.segs = append(tr.segs, wireSeg{at: now, out: out, seq: h.Seq, ack: h.Ack, flags: h.Flags,
+			len: len(p.Payload), numSACK: int(h.NumSACK), sack: h.SACK[0]})
+	})
+	return tr
+}
+
+func (tr *wireTrace) String() string {
+	var b strings.Builder
+	for _, w := range tr.segs {
+		b.WriteString(w.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// lossTrace runs a transfer of segs full segments from node 0 to node 1
+// under cfg, unpaced and with an ACK per segment, and drops the given data
+// segments (counted from 1 as they reach the receiver's downlink, a 10
+// Mbit/s line that spaces the ACKs 1.2 ms apart). It returns the trace of
+// the sender's node.
+func lossTrace(t *testing.T, cfg Config, segs int, drops ...int) (*wireTrace, *flow) {
+	t.Helper()
+	cfg.Pacing = false
+	cfg.DelayedAck = DelAckOff
+	dq := newDropQueue(drops...)
+	tn := newTestNet(t, cfg, netmodel.Config{}, link{}, link{down: 10e6, downQ: dq})
+	tr := traceNode(tn.net.Node(0))
+	f := tn.startFlow(0, 1, 80, int64(segs)*1460, 1)
+	tn.sim.RunUntil(30 * des.Second)
+	if !f.intact() {
+		t.Fatalf("transfer not intact:\n%s", tr)
+	}
+	return tr, f
+}
+
+// ackResp is an ACK the sender received and the data segments it sent at
+// the same instant, in response.
+type ackResp struct {
+	ack  wireSeg
+	sent []wireSeg
+}
+
+// responses pairs each ACK arriving at the traced sender with the data it
+// sent in response (unpaced, the sender answers at the ACK's instant).
+func (tr *wireTrace) responses() []ackResp {
+	var rs []ackResp
+	for _, w := range tr.segs {
+		switch {
+		case !w.out && w.flags&FlagSYN == 0:
+			rs = append(rs, ackResp{ack: w})
+		case w.out && w.len > 0 && len(rs) > 0 && rs[len(rs)-1].ack.at == w.at:
+			rs[len(rs)-1].sent = append(rs[len(rs)-1].sent, w)
+		}
+	}
+	return rs
+}
+
+// seqOf returns the sequence number of the k-th data segment (from 1).
+func (tr *wireTrace) seqOf(k int) SeqNum {
+	for _, w := range tr.segs {
+		if w.out && w.len > 0 {
+			return w.seq.Add((k - 1) * 1460)
+		}
+	}
+	return 0
+}
+
+// dupAcks returns the index in rs of the ACK that first acknowledges up to
+// seq (the one before the duplicates) and the indices of its duplicates.
+func dupAcks(rs []ackResp, seq SeqNum) (first int, dups []int) {
+	first = -1
+	for i, r := range rs {
+		if r.ack.ack != seq || r.ack.len > 0 {
+			continue
+		}
+		if first < 0 {
+			first = i
+		} else {
+			dups = append(dups, i)
+		}
+	}
+	return first, dups
+}
+
+func countSeq(ws []wireSeg, seq SeqNum) int {
+	n := 0
+	for _, w := range ws {
+		if w.seq == seq {
+			n++
+		}
+	}
+	return n
+}
+
+// TestWireFastRetransmitThirdDupAck drops the 20th data segment under the
+// Linux preset: the segments after it draw duplicate ACKs, each SACKing
+// one more segment. The first two duplicates release new data only; the
+// third sends the retransmission of the lost segment, once, and nothing
+// else sends it again.
+func TestWireFastRetransmitThirdDupAck(t *testing.T) {
+	tr, f := lossTrace(t, LinuxConfig(), 200, 20)
+	lost := tr.seqOf(20)
+	rs := tr.responses()
+	first, dups := dupAcks(rs, lost)
+	if first < 0 || len(dups) < 3 {
+		t.Fatalf("ACK of the hole at %d, %d duplicates\n%s", first, len(dups), tr)
+	}
+	for i, k := range dups {
+		n := countSeq(rs[k].sent, lost)
+		want := 0
+		if i == 2 {
+			want = 1
+		}
+		if n != want {
+			t.Fatalf("duplicate ACK %d (%v) sent %d retransmissions of %d; want %d\n%s", i+1, rs[k].ack, n, lost, want, tr)
+		}
+		if i < 2 && len(rs[k].sent) != 1 {
+			t.Fatalf("duplicate ACK %d sent %d segments; want 1 new one (one SACKed segment left the pipe)", i+1, len(rs[k].sent))
+		}
+	}
+	total := 0
+	for _, w := range tr.segs {
+		if w.out && w.seq == lost && w.len > 0 {
+			total++
+		}
+	}
+	if total != 2 || f.cli.Stats().RTOs != 0 {
+		t.Fatalf("segment %d sent %d times, %d RTOs; want twice (original and fast retransmission), no timeout", lost, total, f.cli.Stats().RTOs)
+	}
+}
+
+// TestWirePRRPerAck checks every ACK of a fast recovery under the Linux
+// preset (CUBIC, SACK) against RFC 6937 computed from the wire alone. One
+// segment of a window is lost; each duplicate ACK delivers one segment
+// (its SACK block grows by one), the pipe is the segments sent above the
+// cumulative ACK less those SACKed, less the lost one until it is
+// retransmitted, RecoverFS is the pipe before the ACK that starts
+// recovery (the sender is window-limited, so that is its cwnd: Linux's
+// prior_cwnd), and ssthresh is CUBIC's 717/1024 of it. Per ACK:
+// sndcnt = ceil(ssthresh × prr_delivered / RecoverFS) − prr_out while the
+// pipe is above ssthresh, else min(ssthresh − pipe, max(prr_delivered −
+// prr_out, delivered)) (§3; no extra segment, as no duplicate advances
+// snd_una), at least 1 while prr_out is 0 (Linux's floor); the sender
+// sends max(sndcnt, 0) segments.
+func TestWirePRRPerAck(t *testing.T) {
+	cfg := LinuxConfig()
+	cfg.RecvBuffer = BufferSizes{4096, 4 << 20, 4 << 20} // the receiver's window never limits
+	tr, _ := lossTrace(t, cfg, 300, 40)
+	lost := tr.seqOf(40)
+	rs := tr.responses()
+	_, dups := dupAcks(rs, lost)
+	if len(dups) < 10 {
+		t.Fatalf("%d duplicate ACKs\n%s", len(dups), tr)
+	}
+	// Replay the wire: snd_nxt from the data sent.
+	nxt := SeqNum(0)
+	nxtAt := func(upTo int) SeqNum { // snd_nxt before the responses to rs[upTo]
+		n := nxt
+		for _, r := range rs[:upTo] {
+			for _, w := range r.sent {
+				if e := w.seq.Add(w.len); e.After(n) {
+					n = e
+				}
+			}
+		}
+		return n
+	}
+	for _, w := range tr.segs {
+		if w.out && w.len > 0 && w.at <= rs[0].ack.at {
+			if e := w.seq.Add(w.len); nxt == 0 || e.After(nxt) {
+				nxt = e
+			}
+		}
+	}
+	// pipe is the pipe after rs[i] and the sends of the ACKs before it
+	// (after rs[i]'s own sends with after set).
+	pipe := func(i int, rtxSent, after bool) int {
+		a := rs[i].ack
+		n := nxtAt(i)
+		if after {
+			n = nxtAt(i + 1)
+		}
+		out := n.Sub(a.ack) / 1460
+		sacked := 0
+		if a.numSACK > 0 {
+			sacked = a.sack.End.Sub(a.sack.Start) / 1460
+		}
+		p := out - sacked
+		if !rtxSent {
+			p-- // the lost segment, presumed lost and not yet retransmitted
+		}
+		return p
+	}
+	third := dups[2]
+	recoverFS := pipe(third-1, true, true) // after the second duplicate's sends: nothing presumed lost yet
+	if recoverFS < 10 {
+		t.Fatalf("window at the loss %d; want a larger one", recoverFS)
+	}
+	ssthresh := recoverFS * 717 / 1024
+	prrDelivered, prrOut := 0, 0
+	rtx := false
+	checked, proportional, ssrb := 0, 0, 0
+	for _, k := range dups[2:] {
+		prrDelivered++
+		p := pipe(k, rtx, false)
+		var sndcnt int
+		if p > ssthresh {
+			sndcnt = (ssthresh*prrDelivered+recoverFS-1)/recoverFS - prrOut
+			proportional++
+		} else {
+			sndcnt = min(ssthresh-p, max(prrDelivered-prrOut, 1))
+			ssrb++
+		}
+		if prrOut == 0 {
+			sndcnt = max(sndcnt, 1)
+		}
+		want := max(sndcnt, 0)
+		if got := len(rs[k].sent); got != want {
+			t.Fatalf("recovery ACK %d (%v): pipe %d, ssthresh %d, delivered %d, out %d: sent %d; RFC 6937 says %d\n%s",
+				checked+1, rs[k].ack, p, ssthresh, prrDelivered, prrOut, got, want, tr)
+		}
+		if countSeq(rs[k].sent, lost) > 0 {
+			rtx = true
+		}
+		prrOut += want
+		checked++
+	}
+	if !rtx || proportional == 0 || ssrb == 0 {
+		t.Fatalf("retransmitted %v; %d ACKs with the pipe above ssthresh, %d at or below: want both", rtx, proportional, ssrb)
+	}
+	t.Logf("RecoverFS %d, ssthresh %d: %d recovery ACKs checked (%d proportional, %d slow-start bound), %d sent", recoverFS, ssthresh, checked, proportional, ssrb, prrOut)
+}
+
+// TestWirePRRFloor: the loss comes where the pipe is at ssthresh as
+// recovery starts, so RFC 6937's count for the ACK that starts recovery
+// is 0 and only Linux's one-segment floor (tcp_cwnd_reduction: "force a
+// fast retransmit upon entering fast recovery") sends the retransmission
+// on the third duplicate ACK. The application writes 11 segments with
+// cwnd 10 and the first is lost: the first duplicate ACK releases the
+// 11th segment, the second finds nothing new to send, and at the third
+// 11 sent − 3 SACKed − 1 lost = 7 = ssthresh (10 × 717/1024).
+func TestWirePRRFloor(t *testing.T) {
+	tr, _ := lossTrace(t, LinuxConfig(), 11, 1)
+	lost := tr.seqOf(1)
+	rs := tr.responses()
+	first, dups := dupAcks(rs, lost)
+	dups = append([]int{first}, dups...) // the hole is the first segment: every ACK of data is a duplicate
+	if len(dups) != 10 {
+		t.Fatalf("%d duplicate ACKs; want 10\n%s", len(dups), tr)
+	}
+	want := [][]SeqNum{{tr.seqOf(11)}, nil, {lost}}
+	for i, w := range want {
+		got := rs[dups[i]].sent
+		if len(got) != len(w) || (len(w) == 1 && got[0].seq != w[0]) {
+			t.Fatalf("duplicate ACK %d sent %v; want seq %v\n%s", i+1, got, w, tr)
+		}
+	}
+	for i, k := range dups[3:] {
+		if len(rs[k].sent) != 0 {
+			t.Fatalf("duplicate ACK %d sent %v; want nothing (no new data, pipe at ssthresh)", i+4, rs[k].sent)
+		}
+	}
+}
+
+// flightAfter is the data outstanding, in segments, once the sender has
+// answered rs[i].
+func flightAfter(rs []ackResp, i int, nxt SeqNum) int {
+	for _, r := range rs[:i+1] {
+		for _, w := range r.sent {
+			if e := w.seq.Add(w.len); e.After(nxt) {
+				nxt = e
+			}
+		}
+	}
+	return nxt.Sub(rs[i].ack.ack) / 1460
+}
+
+// TestWireShadowRenoHalves drops the 40th segment under the Shadow preset
+// (Shadow's Reno, no SACK, no pacing). With W segments in flight at the
+// loss, Shadow's rule is ssthresh = W/2 + 1 and cwnd = ssthresh + 3 on
+// the third duplicate, +1 per further duplicate, cwnd = ssthresh on the
+// next new ACK. On the wire: the retransmission leaves on the duplicate
+// where that inflated window first exceeds the W − 1 segments the model
+// counts in flight (the head presumed lost), which is duplicate
+// W − ssthresh, not the third (the model compares the window with the
+// flight, not with RFC 6675's pipe, and sends the retransmission only
+// within it; RFC 5681 §3.2 step 2 sends it at once); every later
+// duplicate releases one new segment; and after the ACK that ends
+// recovery exactly ssthresh = W/2 + 1 segments are in flight.
+func TestWireShadowRenoHalves(t *testing.T) {
+	cfg := ShadowConfig()
+	// Neither the receiver's window nor the send buffer limits.
+	cfg.RecvBuffer = BufferSizes{4 << 20, 4 << 20, 4 << 20}
+	cfg.SendBuffer = cfg.RecvBuffer
+	tr, f := lossTrace(t, cfg, 300, 40)
+	lost := tr.seqOf(40)
+	rs := tr.responses()
+	first, dups := dupAcks(rs, lost)
+	w := flightAfter(rs, first, lost)
+	ssthresh := w/2 + 1
+	if len(dups) < w-1 || w < 16 {
+		t.Fatalf("window %d at the loss, %d duplicates\n%s", w, len(dups), tr)
+	}
+	rtxAt := w - ssthresh // 1-based duplicate
+	for i, k := range dups {
+		n, rtx := len(rs[k].sent), countSeq(rs[k].sent, lost)
+		switch d := i + 1; {
+		case d < rtxAt && n != 0:
+			t.Fatalf("duplicate %d sent %v; want nothing before duplicate %d (window %d, ssthresh %d)", d, rs[k].sent, rtxAt, w, ssthresh)
+		case d == rtxAt && (n != 1 || rtx != 1):
+			t.Fatalf("duplicate %d sent %v; want the retransmission of %d alone", d, rs[k].sent, lost)
+		case d > rtxAt && (n != 1 || rtx != 0):
+			t.Fatalf("duplicate %d sent %v; want one new segment (+1 per duplicate)", d, rs[k].sent)
+		}
+	}
+	end := dups[len(dups)-1] + 1
+	if !rs[end].ack.ack.After(lost) {
+		t.Fatalf("ACK after the duplicates %v does not acknowledge the hole", rs[end].ack)
+	}
+	if got := flightAfter(rs, end, lost); got != ssthresh {
+		t.Fatalf("window %d at the loss: %d segments in flight after recovery; want %d = W/2 + 1\n%s", w, got, ssthresh, tr)
+	}
+	if st := f.cli.Stats(); st.FastRecoveries != 1 || st.RTOs != 0 {
+		t.Fatalf("fast recoveries %d, RTOs %d; want 1, 0", st.FastRecoveries, st.RTOs)
+	}
+	t.Logf("window %d at the loss, ssthresh %d, retransmitted on duplicate %d", w, ssthresh, rtxAt)
+}
+
+// TestWireRTO drops the last three segments of a transfer under the Linux
+// preset: no later segment draws a duplicate ACK, so the retransmission
+// timer fires, at least RTOMin after the last ACK, with nothing sent
+// between. The timeout sets cwnd to 1: one segment, the first lost, goes
+// at the expiry; its ACK lets two go (slow start), the other two lost ones.
+func TestWireRTO(t *testing.T) {
+	cfg := LinuxConfig()
+	tr, f := lossTrace(t, cfg, 30, 28, 29, 30)
+	rs := tr.responses()
+	var last int // the last ACK before the timeout
+	for i, r := range rs {
+		if r.ack.ack == tr.seqOf(28) {
+			last = i
+			break
+		}
+	}
+	if len(rs[last].sent) != 0 {
+		t.Fatalf("last ACK before the timeout sent %v", rs[last].sent)
+	}
+	var after []wireSeg
+	for _, w := range tr.segs {
+		if w.out && w.len > 0 && w.at > rs[last].ack.at {
+			after = append(after, w)
+		}
+	}
+	if len(after) != 3 {
+		t.Fatalf("%d data segments after the last ACK; want 3 retransmissions\n%s", len(after), tr)
+	}
+	expiry := after[0].at
+	if gap := expiry - rs[last].ack.at; gap < cfg.RTOMin || after[0].seq != tr.seqOf(28) {
+		t.Fatalf("first retransmission %v, %v after the last ACK; want segment 28 at least %v later", after[0], gap, cfg.RTOMin)
+	}
+	if after[1].at == expiry || after[1].at != after[2].at || after[1].seq != tr.seqOf(29) || after[2].seq != tr.seqOf(30) {
+		t.Fatalf("after the timeout: %v; want segment 28 alone, then 29 and 30 together on its ACK", after)
+	}
+	if st := f.cli.Stats(); st.RTOs != 1 || st.FastRecoveries != 0 {
+		t.Fatalf("RTOs %d, fast recoveries %d; want 1, 0", st.RTOs, st.FastRecoveries)
+	}
+}
