@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,4 +44,16 @@ func TestPartitionsFlag(t *testing.T) {
 	require.Equal(t, 2, rec.Partitions)
 	require.Positive(t, rec.PartitionWindowMS)
 	require.Equal(t, 11, rec.Completed)
+}
+
+// TestSummarizeSplitAndRepeats: summarize keeps a split cell's records and
+// a repeat's apart from one bubble's first run: the committed fidelity
+// study of partitions reads as three groups of ten seeds.
+func TestSummarizeSplitAndRepeats(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"summarize", filepath.Join("..", "..", "results", "partitions-fidelity-100", "records.jsonl")}, &out, &errb), errb.String())
+	medians := out.String()[strings.Index(out.String(), "medians across seeds"):]
+	for _, group := range []string{"harness  ", "harness r1", "harness K=2"} {
+		require.Regexp(t, `wholend +`+regexp.QuoteMeta(strings.TrimSpace(group))+` +10 `, medians)
+	}
 }

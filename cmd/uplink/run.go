@@ -336,13 +336,21 @@ func medianOf(vs []*float64) *float64 {
 }
 
 // tableProfile is a record's profile column: the profile, followed by the
-// network when it is not uplink's own (harness/simnet), so that rows and
-// medians of two networks never mix.
+// network when it is not uplink's own (harness/simnet), the partitions
+// when the cell was split (K=2) and the repeat when it is one (r1), so
+// that rows and medians of different runs never mix.
 func tableProfile(r *cell.Record) string {
-	if r.Backend == "" {
-		return r.Profile
+	s := r.Profile
+	if r.Backend != "" {
+		s += "/" + r.Backend
 	}
-	return r.Profile + "/" + r.Backend
+	if r.Partitions > 1 {
+		s += fmt.Sprintf(" K=%d", r.Partitions)
+	}
+	if r.Replicate > 0 {
+		s += fmt.Sprintf(" r%d", r.Replicate)
+	}
+	return s
 }
 
 // printTable writes a row per record and the medians across seeds of each
