@@ -65,7 +65,8 @@
 // stream for all partitions, drawn in scheduling order), GOMAXPROCS and the
 // garbage collector. Only the Exchange's channels may be made outside the
 // bubbles: a goroutine of a bubble blocked on any other outside channel
-// stops that bubble's clock.
+// stops that bubble's clock. A gossipsub cell runs split this way with
+// --partitions (protocols/cell/partition.go).
 package des
 
 import "fmt"
