@@ -38,6 +38,17 @@ type Variant struct {
 	// cells under another key (cell.Config.Replicate): their difference
 	// from the baseline is the run-to-run spread.
 	Replicate int
+	// Network, when set, is the network the variant's cells run on:
+	// cell.BackendSimnet (go-libp2p's simnet); "" for uplink's model.
+	Network string
+	// Encoding, when set, is the wire encoding of the variant's gossip
+	// messages over the base's: "raw" or "snappy" (arms.ParseEncoding).
+	Encoding string
+	// Base makes the variant a baseline: it and the variants after it, up
+	// to the next Base, are compared with it (the first variant always is
+	// one). A study of several settings, each with its own pair, marks the
+	// first of each pair.
+	Base bool
 	// Skip lists arms (any catalogue name) the variant does not run,
 	// because under it they are another arm's cell (the study's Note
 	// says why).
@@ -177,6 +188,7 @@ func Studies() []Study {
 			},
 			Note: "The TCP rows answer the report's inference about Shadow's unpaced TCP on a FIFO; they matter most for C.",
 		},
+		harnessVsSimnet(),
 	}
 }
 
@@ -319,6 +331,16 @@ func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Con
 		c.Partitions = v.Partitions
 	}
 	c.Replicate = v.Replicate
+	if v.Network != "" {
+		c.Backend = v.Network
+	}
+	if v.Encoding != "" {
+		enc, err := arms.ParseEncoding(v.Encoding)
+		if err != nil {
+			return cell.Config{}, err
+		}
+		c.Encoding = enc
+	}
 	if s.Degree != 0 {
 		c.Degree = s.Degree
 	}
@@ -408,7 +430,7 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 	}
 	base, _ := arms.LookupArm(s.BaseArm)
 	for i, c := range cells {
-		against := ref{0, c.Arm.Name}
+		against := ref{s.baseOf(c.Variant), c.Arm.Name}
 		if s.BaseArm != "" {
 			against = ref{c.Variant, base.Name}
 		}
@@ -425,6 +447,22 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 		}
 	}
 	return out
+}
+
+// baseOf is the variant variant v is compared with: the nearest one at or
+// before it marked Base, or the first.
+func (s Study) baseOf(v int) int {
+	for i := v; i > 0; i-- {
+		if s.Variants[i].Base {
+			return i
+		}
+	}
+	return 0
+}
+
+// bases reports whether any variant but the first is a baseline.
+func (s Study) bases() bool {
+	return slices.ContainsFunc(s.Variants[1:], func(v Variant) bool { return v.Base })
 }
 
 // pairedBySeed is the paired difference of cand from ref over the seeds
@@ -474,13 +512,21 @@ func (s Study) Reading(rows []StudyRow) string {
 			parts = append(parts, fmt.Sprintf("%s under %q: %s %s on its one seed", r.Arm, r.Variant, st, FormatDiff(p.Median)))
 		case (p.Lo.V > 0 && p.Hi.V > 0) || (p.Lo.V < 0 && p.Hi.V < 0):
 			moved++
-			parts = append(parts, fmt.Sprintf("%s under %q: %s %s [%s, %s] on every seed", r.Arm, r.Variant, st,
+			against := ""
+			if s.bases() {
+				against = fmt.Sprintf(" against %q", s.Variants[s.baseOf(s.variantIndex(r.Variant))].Label)
+			}
+			parts = append(parts, fmt.Sprintf("%s under %q%s: %s %s [%s, %s] on every seed", r.Arm, r.Variant, against, st,
 				FormatDiff(p.Median), FormatDiff(p.Lo), FormatDiff(p.Hi)))
 		default:
 			within++
 		}
 	}
-	fmt.Fprintf(&b, "Against the baseline %q, %d arm-variant pairs moved on every seed in the same direction and %d stayed within the seed spread", s.Variants[0].Label, moved, within)
+	if s.bases() {
+		fmt.Fprintf(&b, "Against each variant's baseline, %d arm-variant pairs moved on every seed in the same direction and %d stayed within the seed spread", moved, within)
+	} else {
+		fmt.Fprintf(&b, "Against the baseline %q, %d arm-variant pairs moved on every seed in the same direction and %d stayed within the seed spread", s.Variants[0].Label, moved, within)
+	}
 	if single > 0 {
 		fmt.Fprintf(&b, "; %d pairs rest on one seed, with no spread to judge them by", single)
 	}
@@ -636,4 +682,43 @@ func FormatBytes(b float64) string {
 		return fmt.Sprintf("%.2f MiB", b/(1<<20))
 	}
 	return fmt.Sprintf("%.0f KiB", b/(1<<10))
+}
+
+// variantIndex is the index of the variant labelled label (labels are
+// unique), or 0.
+func (s Study) variantIndex(label string) int {
+	for i, v := range s.Variants {
+		if v.Label == label {
+			return i
+		}
+	}
+	return 0
+}
+
+// harnessVsSimnet is the harness profile against the network it stands
+// for, go-libp2p's simnet, on the same cells: the whole message at 100
+// nodes, with the library's gossip emission and without, random (raw) and
+// snappy payloads; each simnet variant is compared with the harness
+// profile's variant before it.
+func harnessVsSimnet() Study {
+	off := map[string]string{"Dlazy": "0", "gossip-factor": "0"}
+	var vs []Variant
+	for _, g := range []struct {
+		label  string
+		gossip map[string]string
+	}{{"library gossip", nil}, {"no gossip emission", off}} {
+		for _, enc := range []string{"snappy", "raw"} {
+			what := fmt.Sprintf("%s, %s", g.label, enc)
+			vs = append(vs,
+				Variant{Label: "harness profile, " + what, Profile: "harness", Gossip: g.gossip, Encoding: enc, Base: true},
+				Variant{Label: "simnet, " + what, Profile: "harness", Gossip: g.gossip, Encoding: enc, Network: cell.BackendSimnet})
+		}
+	}
+	return Study{
+		Name:     "harness-vs-simnet",
+		Question: "Does the harness profile reproduce the harness's own network, go-libp2p's simnet, on the same cells, with and without gossip emission, for random and snappy payloads?",
+		Arms:     []string{"wholend"}, N: 100, Payload: 1 << 20, Seeds: seeds(7, 16),
+		Variants: vs,
+		Note:     "Each simnet row is compared with the harness profile's row above it (same gossip and encoding). Run it without --setup-quantum: simnet has none.",
+	}
 }

@@ -328,9 +328,12 @@ type variantFile struct {
 	Gossip    map[string]string `json:"gossip"`
 	Payload   string            `json:"payload"`
 	Skip      []string          `json:"skip"`
-	// Partitions and Replicate: Variant's.
-	Partitions int `json:"partitions"`
-	Replicate  int `json:"replicate"`
+	// Partitions, Replicate, Network, Encoding and Base: Variant's.
+	Partitions int    `json:"partitions"`
+	Replicate  int    `json:"replicate"`
+	Network    string `json:"network"`
+	Encoding   string `json:"encoding"`
+	Base       bool   `json:"base"`
 }
 
 // Bounds of a study file.
@@ -412,8 +415,12 @@ func ReadStudy(r io.Reader) (Study, error) {
 	labels := map[string]bool{}
 	for i, vf := range f.Variants {
 		v := Variant{Label: strings.TrimSpace(vf.Label), Profile: vf.Profile, Transport: vf.Transport, Knobs: vf.Knobs, Gossip: vf.Gossip, Skip: vf.Skip,
-			Partitions: vf.Partitions, Replicate: vf.Replicate}
+			Partitions: vf.Partitions, Replicate: vf.Replicate, Network: vf.Network, Encoding: vf.Encoding, Base: vf.Base}
 		switch {
+		case v.Network != "" && v.Network != cell.BackendSimnet:
+			return bad("variant %q: network %q: want %q, or none for uplink's model", v.Label, v.Network, cell.BackendSimnet)
+		case v.Encoding != "" && !validEncoding(v.Encoding):
+			return bad("variant %q: encoding %q: want raw or snappy", v.Label, v.Encoding)
 		case v.Partitions < 0 || v.Partitions > cell.MaxPartitions:
 			return bad("variant %q: partitions %d: want 1 to %d (0: the command's --partitions)", v.Label, v.Partitions, cell.MaxPartitions)
 		case v.Replicate < 0 || v.Replicate > maxReplicate:
@@ -480,4 +487,10 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// validEncoding reports whether s names a wire encoding.
+func validEncoding(s string) bool {
+	_, err := arms.ParseEncoding(s)
+	return err == nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -196,6 +197,8 @@ func TestReadStudy(t *testing.T) {
 		{`, {"label": "b", "profile": "shadow"}`, ``, "1 variants: want two or more"},
 		{`"profile": "shadow"`, `"profile": "shadow", "partitions": -1`, `variant "b": partitions -1: want 1 to 256`},
 		{`"profile": "shadow"`, `"profile": "shadow", "replicate": 1001`, `variant "b": replicate 1001: want 0 to 1000`},
+		{`"profile": "shadow"`, `"profile": "shadow", "network": "ns3"`, `variant "b": network "ns3": want "simnet"`},
+		{`"profile": "shadow"`, `"profile": "shadow", "encoding": "zip"`, `variant "b": encoding "zip": want raw or snappy`},
 	} {
 		require.Contains(t, ok, c.from)
 		_, err := ReadStudy(strings.NewReader(strings.Replace(ok, c.from, c.to, 1)))
@@ -240,4 +243,40 @@ func TestStudyPartitionsReplicate(t *testing.T) {
 		keys = append(keys, c.Key())
 	}
 	require.Len(t, slices.Compact(slices.Sorted(slices.Values(keys))), 3, "three distinct cells")
+}
+
+// TestStudyBases: each variant is compared with the nearest baseline at or
+// before it; harness-vs-simnet pairs each simnet variant with the
+// harness profile's of the same gossip and encoding, on simnet.
+func TestStudyBases(t *testing.T) {
+	var st Study
+	for _, s := range Studies() {
+		if s.Name == "harness-vs-simnet" {
+			st = s
+		}
+	}
+	require.Len(t, st.Variants, 8)
+	cells, err := st.Cells(0, []uint64{7}, cell.Config{})
+	require.NoError(t, err)
+	for i, c := range cells {
+		require.Equal(t, i/2*2, st.baseOf(c.Variant), st.Variants[c.Variant].Label)
+		cfg := c.Configs[0]
+		require.NoError(t, cfg.Check(), st.Variants[c.Variant].Label)
+		require.Equal(t, map[bool]string{true: cell.BackendSimnet, false: ""}[i%2 == 1], cfg.Backend)
+		require.Equal(t, []arms.Encoding{arms.EncodingSnappy, arms.EncodingRaw}[i/2%2], cfg.Encoding)
+	}
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		p50 := 1.0 + 0.5*float64(c.Variant%2) // simnet 50 % later
+		records[c.Configs[0].Key()] = &cell.Record{P50S: &p50, P99S: &p50}
+	}
+	rows := st.Table(cells, records)
+	for i, r := range rows {
+		if i%2 == 0 {
+			require.True(t, r.IsBase)
+			continue
+		}
+		require.InDelta(t, 50, r.VsBase.Median.V, 1e-9)
+	}
+	require.Contains(t, st.Reading(rows), "Against each variant's baseline")
 }
