@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -337,4 +338,156 @@ func ParseBufferTriple(s string) ([3]int64, error) {
 		}
 	}
 	return v, nil
+}
+
+// Bounds of a host's CPU cost (ParseCPU): at most 10 ms per packet and
+// 1 µs per byte (1.5 ms for a full-size packet), far above any real
+// stack's cost; picosecond resolution.
+const (
+	MaxCPUPacketPs int64 = 10_000_000_000
+	MaxCPUBytePs   int64 = 1_000_000
+)
+
+// CPUCost is a CPU time per packet and per byte, in picoseconds.
+type CPUCost struct {
+	Packet, Byte int64
+}
+
+// Zero reports whether c costs nothing.
+func (c CPUCost) Zero() bool { return c.Packet == 0 && c.Byte == 0 }
+
+// Of is the cost of a packet of n bytes, rounded up to whole nanoseconds.
+func (c CPUCost) Of(n int) Time {
+	ps := c.Packet + int64(n)*c.Byte
+	return Time((ps + 999) / 1000)
+}
+
+// CPUSpec is a host's CPU cost to receive (Rx) and to send (Tx) a packet;
+// the zero value is off.
+type CPUSpec struct {
+	Rx, Tx CPUCost
+}
+
+// Off reports whether s costs nothing in either direction.
+func (s CPUSpec) Off() bool { return s.Rx.Zero() && s.Tx.Zero() }
+
+// String writes s as ParseCPU reads it: "off", or the directions that
+// cost something, such as "rx:3us+0.2ns/B,tx:2us".
+func (s CPUSpec) String() string {
+	if s.Off() {
+		return "off"
+	}
+	var parts []string
+	for _, d := range []struct {
+		name string
+		c    CPUCost
+	}{{"rx", s.Rx}, {"tx", s.Tx}} {
+		if d.c.Zero() {
+			continue
+		}
+		var terms []string
+		if d.c.Packet != 0 {
+			terms = append(terms, formatPs(d.c.Packet))
+		}
+		if d.c.Byte != 0 {
+			terms = append(terms, formatPs(d.c.Byte)+"/B")
+		}
+		parts = append(parts, d.name+":"+strings.Join(terms, "+"))
+	}
+	return strings.Join(parts, ",")
+}
+
+// formatPs writes a time in picoseconds: in whole milliseconds, else in
+// microseconds from 1 µs, else in nanoseconds (2.2us, 0.35ns).
+func formatPs(ps int64) string {
+	switch {
+	case ps%1_000_000_000 == 0:
+		return fmt.Sprintf("%dms", ps/1_000_000_000)
+	case ps >= 1_000_000 || ps <= -1_000_000:
+		return strconv.FormatFloat(float64(ps)/1e6, 'f', -1, 64) + "us"
+	}
+	return strconv.FormatFloat(float64(ps)/1000, 'f', -1, 64) + "ns"
+}
+
+// cpuUnits are the suffixes of a CPU time, in picoseconds.
+var cpuUnits = []Unit{{"ms", 1e9}, {"us", 1e6}, {"µs", 1e6}, {"ns", 1e3}, {"ps", 1}}
+
+// ParseCPU reads a host's CPU cost per packet: "off" (or empty), or one
+// or both directions, "rx:COST,tx:COST", each COST a time per packet
+// (3us), a time per byte (0.2ns/B), or both joined by "+" (3us+0.2ns/B).
+// Times take a unit, ms, us (µs), ns or ps, and resolve to 1 ps; a time
+// per packet is within [0, MaxCPUPacketPs] ps, a time per byte within
+// [0, MaxCPUBytePs] ps. Bytes are wire bytes (headers included).
+func ParseCPU(s string) (CPUSpec, error) {
+	var spec CPUSpec
+	t := strings.TrimSpace(s)
+	if t == "" || t == "off" {
+		return spec, nil
+	}
+	const want = "want off, or rx:COST and/or tx:COST joined by a comma, each COST a time per packet, a time per byte or both joined by +, such as rx:3us+0.2ns/B,tx:2us+0.1ns/B"
+	seen := map[string]bool{}
+	for _, part := range strings.Split(t, ",") {
+		dir, cost, ok := strings.Cut(strings.TrimSpace(part), ":")
+		dir = strings.ToLower(strings.TrimSpace(dir))
+		if !ok || (dir != "rx" && dir != "tx") {
+			return CPUSpec{}, fmt.Errorf("cpu %q: %q: %s", s, part, want)
+		}
+		if seen[dir] {
+			return CPUSpec{}, fmt.Errorf("cpu %q: %s given twice", s, dir)
+		}
+		seen[dir] = true
+		c, err := parseCPUCost(cost)
+		if err != nil {
+			return CPUSpec{}, fmt.Errorf("cpu %q: %s: %w", s, dir, err)
+		}
+		if dir == "rx" {
+			spec.Rx = c
+		} else {
+			spec.Tx = c
+		}
+	}
+	return spec, nil
+}
+
+// parseCPUCost reads one direction's COST of ParseCPU.
+func parseCPUCost(s string) (CPUCost, error) {
+	var c CPUCost
+	var havePacket, haveByte bool
+	for _, term := range strings.Split(s, "+") {
+		term = strings.TrimSpace(term)
+		if term == "" {
+			return c, fmt.Errorf("%q: empty term: want a time per packet (3us), a time per byte (0.2ns/B) or both joined by +", s)
+		}
+		perByte := strings.HasSuffix(term, "/B") || strings.HasSuffix(term, "/b")
+		if perByte {
+			term = strings.TrimSpace(term[:len(term)-2])
+		}
+		lower := strings.ToLower(term)
+		if !slices.ContainsFunc(cpuUnits, func(u Unit) bool { return strings.HasSuffix(lower, u.Suffix) }) {
+			return c, fmt.Errorf("%q: give a unit: ms, us, ns or ps", term)
+		}
+		v, err := ParseQuantity(term, cpuUnits)
+		if err != nil {
+			return c, fmt.Errorf("time %w, such as 3us", err)
+		}
+		ps := math.Round(v)
+		if math.Abs(v-ps) > 1e-3 {
+			return c, fmt.Errorf("%q: finer than 1 ps", term)
+		}
+		switch {
+		case perByte && haveByte, !perByte && havePacket:
+			return c, fmt.Errorf("%q: a time per packet and a time per byte at most once each", s)
+		case perByte:
+			if ps < 0 || ps > float64(MaxCPUBytePs) {
+				return c, fmt.Errorf("per byte %q: want 0 to %s/B", term, formatPs(MaxCPUBytePs))
+			}
+			c.Byte, haveByte = int64(ps), true
+		default:
+			if ps < 0 || ps > float64(MaxCPUPacketPs) {
+				return c, fmt.Errorf("per packet %q: want 0 to %s", term, formatPs(MaxCPUPacketPs))
+			}
+			c.Packet, havePacket = int64(ps), true
+		}
+	}
+	return c, nil
 }

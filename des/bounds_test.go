@@ -172,3 +172,49 @@ func TestParseBufferTriple(t *testing.T) {
 		require.ErrorContains(t, err, want, in)
 	}
 }
+
+// TestParseCPU: a host's CPU cost reads per direction as picoseconds per
+// packet and per byte, writes back in the same form, and costs a packet
+// its time rounded up to whole nanoseconds; bad input names what is
+// allowed.
+func TestParseCPU(t *testing.T) {
+	for in, want := range map[string]CPUSpec{
+		"":                              {},
+		"off":                           {},
+		"rx:3us+0.2ns/B,tx:2us+0.1ns/B": {Rx: CPUCost{3_000_000, 200}, Tx: CPUCost{2_000_000, 100}},
+		" tx : 1.5µs ":                  {Tx: CPUCost{Packet: 1_500_000}},
+		"rx:0.35ns/B+2ms":               {Rx: CPUCost{2_000_000_000, 350}},
+		"rx:10ms+1us/B":                 {Rx: CPUCost{MaxCPUPacketPs, MaxCPUBytePs}},
+		"rx:0us":                        {},
+	} {
+		got, err := ParseCPU(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+		back, err := ParseCPU(got.String())
+		require.NoError(t, err, got.String())
+		require.Equal(t, got, back, got.String())
+	}
+	s, err := ParseCPU("rx:3us+0.2ns/B,tx:2us+0.1ns/B")
+	require.NoError(t, err)
+	require.Equal(t, "rx:3us+0.2ns/B,tx:2us+0.1ns/B", s.String())
+	require.Equal(t, Time(3206), s.Rx.Of(1028), "3 µs + ⌈205.6 ns⌉")
+	require.Equal(t, Time(2103), s.Tx.Of(1028), "2 µs + ⌈102.8 ns⌉")
+	require.Equal(t, "off", CPUSpec{}.String())
+	require.Equal(t, "rx:1.9us+0.33ns/B,tx:0.5ns", CPUSpec{Rx: CPUCost{1_900_000, 330}, Tx: CPUCost{Packet: 500}}.String())
+
+	for in, want := range map[string]string{
+		"rx:11ms":       `cpu "rx:11ms": rx: per packet "11ms": want 0 to 10ms`,
+		"tx:2us/B":      `cpu "tx:2us/B": tx: per byte "2us": want 0 to 1us/B`,
+		"rx:-1us":       `cpu "rx:-1us": rx: per packet "-1us": want 0 to 10ms`,
+		"rx:3":          `cpu "rx:3": rx: "3": give a unit: ms, us, ns or ps`,
+		"rx:0.1ps":      `cpu "rx:0.1ps": rx: "0.1ps": finer than 1 ps`,
+		"rx:1us,rx:2us": `cpu "rx:1us,rx:2us": rx given twice`,
+		"rx:1us+2us":    `cpu "rx:1us+2us": rx: "1us+2us": a time per packet and a time per byte at most once each`,
+		"rx:1us+":       `cpu "rx:1us+": rx: "1us+": empty term: want a time per packet (3us), a time per byte (0.2ns/B) or both joined by +`,
+		"rx:NaNus":      `cpu "rx:NaNus": rx: time "NaN": want a finite decimal number, such as 3us`,
+		"3us":           `cpu "3us": "3us": want off, or rx:COST and/or tx:COST joined by a comma, each COST a time per packet, a time per byte or both joined by +, such as rx:3us+0.2ns/B,tx:2us+0.1ns/B`,
+	} {
+		_, err := ParseCPU(in)
+		require.EqualError(t, err, want, in)
+	}
+}
