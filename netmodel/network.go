@@ -15,6 +15,9 @@
 // travel as one GSO unit (Socket.Send) from the uplink queue to the
 // delivery, where they are split apart. With Config.NetemLimit the pipe
 // drops at the tail when it holds that many packets (pipe.admit).
+// With NodeConfig.CPU a node's processor (cpu.go) holds each packet sent
+// for its send cost before Path.enqueue, and each datagram delivered for
+// its receive cost before the reader may take it.
 //
 // Everything runs on a des.Sim: the network never starts goroutines. Real
 // code reaches it through transports, which hold the des.Live lock.
@@ -130,9 +133,15 @@ type LinkConfig struct {
 // access device's queue (Up) at the access rate, a chain neither Shadow
 // nor the harness can model. Socket send-buffer space comes back when a
 // packet leaves the host stage.
+//
+// CPU, when not off, gives the node a processor that spends that time on
+// every packet it receives and sends (see cpu): a datagram becomes
+// readable, and a sent packet reaches the uplink, when its processing
+// ends, one packet at a time.
 type NodeConfig struct {
 	Up, Down LinkConfig
 	UpHost   *LinkConfig
+	CPU      des.CPUSpec
 }
 
 // Network is a set of nodes on one simulation.
@@ -237,6 +246,12 @@ func (n *Network) AddNode(c NodeConfig) (*Node, error) {
 		nd.first = nd.host
 	}
 	nd.first.freesSndbuf = true
+	if !c.CPU.Off() {
+		if err := checkCPU(c.CPU); err != nil {
+			return nil, fmt.Errorf("node %d cpu: %w", nd.id, err)
+		}
+		nd.cpu = newCPU(nd, c.CPU)
+	}
 	if nd.down, err = n.newPath(nd, c.Down, nd.deliver); err != nil {
 		return nil, fmt.Errorf("node %d downlink: %w", nd.id, err)
 	}
@@ -315,6 +330,7 @@ type Node struct {
 	up, down *Path
 	host     *Path // the host stage in front of up, or nil
 	first    *Path // where sockets enqueue: host if set, else up
+	cpu      *cpu  // NodeConfig.CPU; nil: off
 	blocked  int   // sockets whose writers wait for send-buffer space
 	socks    map[uint16]*Socket
 	nextPort uint16

@@ -68,6 +68,9 @@ type Socket struct {
 	rq      []*Packet // receive buffer, oldest first
 	rqHead  int
 	rqBytes int
+	// rqReady is the datagrams at the head of rq that the reader may take:
+	// all of them, but with a node cpu those it has processed.
+	rqReady int
 	holding bool // the downlink is held back by this socket's full buffer
 
 	OnReadable func()
@@ -192,7 +195,7 @@ func (s *Socket) Send(dst int, dstPort uint16, payload []byte, now des.Time) err
 		s.batch(p, now)
 		return nil
 	}
-	s.node.first.enqueue(p, now)
+	s.node.send(p, now)
 	return nil
 }
 
@@ -259,10 +262,10 @@ func (s *Socket) flushUnit(now des.Time) {
 		p := u.Segs[0]
 		u.Segs = u.Segs[:0]
 		s.net.putUnit(u)
-		s.node.first.enqueue(p, now)
+		s.node.send(p, now)
 		return
 	}
-	s.node.first.enqueue(u, now)
+	s.node.send(u, now)
 }
 
 // Priorities reserves n consecutive packet priorities of the socket's node
@@ -285,7 +288,7 @@ func (s *Socket) Priorities(n int) uint64 {
 func (s *Socket) SendSegment(dst int, dstPort uint16, payload []byte, hdr any, overhead int, ect bool, prio uint64, now des.Time) error {
 	p, err := s.packet(dst, dstPort, payload, hdr, overhead, ect, prio)
 	if p != nil {
-		s.node.first.enqueue(p, now)
+		s.node.send(p, now)
 	}
 	return err
 }
@@ -372,7 +375,8 @@ func (s *Socket) setBlocked(b bool) {
 }
 
 // deliver puts p in the receive buffer, or drops it if the buffer is full.
-// The buffer counts payload bytes.
+// The buffer counts payload bytes. On a node with a cpu the datagram (or
+// the packet for OnPacket) is handed on when the cpu has processed it.
 func (s *Socket) deliver(p *Packet, now des.Time) bool {
 	if s.OnPacket != nil {
 		nd := s.node
@@ -380,6 +384,10 @@ func (s *Socket) deliver(p *Packet, now des.Time) bool {
 		nd.Counters.RecvBytes += uint64(p.Len)
 		if nd.tap != nil {
 			nd.tap(p, now, false)
+		}
+		if nd.cpu != nil {
+			nd.cpu.received(s, p, false, now)
+			return true
 		}
 		s.OnPacket(p, now)
 		return true
@@ -403,10 +411,14 @@ func (s *Socket) deliver(p *Packet, now des.Time) bool {
 	if nd.tap != nil {
 		nd.tap(p, now, false)
 	}
-	wasEmpty := s.rqHead == len(s.rq)
 	s.rq = append(s.rq, p)
 	s.rqBytes += len(p.Payload)
-	if wasEmpty && s.OnReadable != nil {
+	if nd.cpu != nil {
+		nd.cpu.received(s, p, true, now)
+		return true
+	}
+	s.rqReady++
+	if s.rqReady == 1 && s.OnReadable != nil {
 		s.OnReadable()
 	}
 	return true
@@ -421,12 +433,15 @@ func (s *Socket) release() {
 }
 
 // Recv copies the oldest datagram into buf and reports its length and
-// source; ok is false when the receive buffer is empty. A datagram longer
-// than buf is truncated, as with a real UDP socket.
+// source; ok is false when the receive buffer is empty, or, on a node
+// with a cpu (NodeConfig.CPU), when the cpu has not yet processed its
+// oldest datagram. A datagram longer than buf is truncated, as with a
+// real UDP socket.
 func (s *Socket) Recv(buf []byte) (n int, src int, srcPort uint16, ok bool) {
-	if s.rqHead == len(s.rq) {
+	if s.rqReady == 0 {
 		return 0, 0, 0, false
 	}
+	s.rqReady--
 	p := s.rq[s.rqHead]
 	s.rq[s.rqHead] = nil
 	s.rqHead++
@@ -469,8 +484,8 @@ func (n *Network) Unblock() {
 	}
 }
 
-// Readable reports whether a datagram is waiting.
-func (s *Socket) Readable() bool { return s.rqHead < len(s.rq) }
+// Readable reports whether Recv would return a datagram.
+func (s *Socket) Readable() bool { return s.rqReady > 0 }
 
 // Writable reports whether a send would proceed now.
 func (s *Socket) Writable() bool {
@@ -497,6 +512,6 @@ func (s *Socket) Close() {
 		s.rq[s.rqHead] = nil
 		s.rqHead++
 	}
-	s.rq, s.rqHead, s.rqBytes = nil, 0, 0
+	s.rq, s.rqHead, s.rqBytes, s.rqReady = nil, 0, 0, 0
 	s.release()
 }
