@@ -57,6 +57,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--deadline", "2h"}, "--deadline"},
 		{[]string{"run", "--knob", "mesh-wait=fixed", "--knob", "settle=1e9"}, "knob settle: seconds \"1e9\": want 0 to 3600"},
 		{[]string{"run", "--knob", "settle=3600.5"}, "want 0 to 3600"},
+		{[]string{"run", "--knob", "cpu=rx:3"}, "knob cpu \"rx:3\": rx: \"3\": give a unit: ms, us, ns or ps"},
 		{[]string{"run", "--warmup", "payload", "--drain-gap", "61m"}, "--drain-gap"},
 		{[]string{"run", "--background", "64KiB@999us"}, "--background: duration \"999us\": want 1ms to 1h0m0s"},
 		{[]string{"run", "--background", "64KiB@100ms", "--background-lead", "2h"}, "--background-lead"},
@@ -72,6 +73,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"validate", "--table", "appendix_d_home", "--jobs", "2", "--mem", "20GiB", "--dry-run"}, "--jobs 2: 2 cells at once"},
 		// 3. Nonsense once accepted.
 		{[]string{"bulk", "--loss", "NaN"}, "--loss: fraction \"NaN\": want a finite decimal number"},
+		{[]string{"bulk", "--cpu", "rx:20ms"}, "--cpu: cpu \"rx:20ms\": rx: per packet \"20ms\": want 0 to 10ms"},
+		{[]string{"bulk", "--cpu", "tx:5us/B"}, "--cpu: cpu \"tx:5us/B\": tx: per byte \"5us\": want 0 to 1us/B"},
+		{[]string{"bulk", "--cpu", "rx:1us", "--backend", "simnet"}, "--backend simnet has no host CPU model: drop --cpu"},
 		{[]string{"bulk", "--loss", "100%"}, "--loss: fraction \"100%\": want 0 to below 1"},
 		{[]string{"bulk", "--rate", "0.5bit"}, "--rate: rate \"0.5bit\": want 8 kbit/s to 10 Tbit/s"},
 		{[]string{"bulk", "--rate", "7999bit"}, "--rate: rate \"7999bit\": want 8 kbit/s to 10 Tbit/s"},

@@ -42,6 +42,7 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	flows := fs.Int("flows", 1, "parallel connections from node 0 to node 1")
 	gso := fs.Bool("gso", false, "QUIC: send the UDP datagrams of one instant and destination as GSO units (up to quic-go's 20 KiB batch), one packet for queues, shapers, loss and --netem-limit, split at delivery (docs/model.md)")
 	netemLimitS := fs.String("netem-limit", "0", "packets each direction's latency pipe holds, as netem's limit (tc-netem's default is 1000); a packet past it is dropped at the tail; 0: unlimited")
+	cpuS := fs.String("cpu", "off", "each host's CPU time per packet received (rx) and sent (tx), a time per packet and/or per wire byte, e.g. rx:3us+0.2ns/B,tx:2us+0.1ns/B: a datagram is readable, and a sent packet reaches the uplink, when the host has spent it, one packet at a time, so a receiver can fall behind and its socket buffer overflow (docs/model.md); off: none")
 	block := fs.Bool("block-sends", false, "QUIC: block UDP socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS for the run (one simulation uses one core best)")
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
@@ -154,6 +155,9 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		return flagErr("netem-limit", err)
 	}
 	cfg.NetemLimit = int(limit)
+	if cfg.CPU, err = des.ParseCPU(*cpuS); err != nil {
+		return flagErr("cpu", err)
+	}
 	switch *backend {
 	case "uplink":
 	case bulk.BackendSimnet:
@@ -250,6 +254,8 @@ func checkSimnetBulk(fs *pflag.FlagSet, cfg bulk.Config, block, reproducible boo
 		return errors.New("--backend simnet's sockets never block a write: drop --block-sends")
 	case cfg.GSO || cfg.NetemLimit != 0:
 		return errors.New("--backend simnet sends datagram by datagram and has no netem queue: drop --gso and --netem-limit")
+	case !cfg.CPU.Off():
+		return errors.New("--backend simnet has no host CPU model: drop --cpu")
 	case reproducible:
 		return errors.New("--backend simnet is not reproducible (random flow hashing, a goroutine per link): drop --reproducible")
 	}
@@ -341,6 +347,9 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 	row("drops: loss/queue/sockbuf", "%d / %d / %d", r.LossDrops, r.QueueDrops, r.SockDrops)
 	if cfg.NetemLimit > 0 {
 		row("drops: netem", "%d (limit %d packets per pipe)", r.NetemDrops, cfg.NetemLimit)
+	}
+	if !cfg.CPU.Off() {
+		row("host cpu", "%s", cfg.CPU)
 	}
 	for _, q := range r.Queues {
 		st := &q.Stats

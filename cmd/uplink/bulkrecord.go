@@ -67,6 +67,7 @@ type BulkConfigRecord struct {
 	BlockSends bool           `json:"block_sends"`
 	GSO        bool           `json:"gso"`
 	NetemLimit int            `json:"netem_limit"`
+	CPU        string         `json:"cpu,omitempty"`
 	TCP        *BulkTCPRecord `json:"tcp,omitempty"`
 }
 
@@ -190,6 +191,9 @@ func newBulkRecord(r bulk.Result, preset string, wall time.Duration) BulkRecord 
 	}
 	if cfg.HostQdisc != "" {
 		rec.Config.HostRate = cfg.HostRate
+	}
+	if !cfg.CPU.Off() {
+		rec.Config.CPU = cfg.CPU.String()
 	}
 	if cfg.Backend != "" {
 		rec.Config.Backend = cfg.Backend

@@ -62,6 +62,9 @@ type Config struct {
 	// NetemLimit is the packets each direction's latency pipe holds, as
 	// netem's limit (netmodel.Config.NetemLimit); 0: unlimited.
 	NetemLimit int
+	// CPU is both hosts' cost per packet received and sent
+	// (netmodel.NodeConfig.CPU); the zero value is off.
+	CPU des.CPUSpec
 	// MTU is every link's MTU in bytes (netmodel.Config.MTU; 0: 1 500).
 	// With a nil TCP the TCP model's MSS is MTU − 40; a given TCP keeps
 	// its MSS, which must fit. QUIC's packets keep quic-go's sizes.
@@ -211,6 +214,8 @@ func (c *Config) checkSimnet() error {
 		return errors.New("bulk: backend simnet has no random loss")
 	case c.GSO || c.NetemLimit != 0:
 		return errors.New("bulk: backend simnet sends datagram by datagram and has no netem queue: no GSO or netem limit")
+	case !c.CPU.Off():
+		return errors.New("bulk: backend simnet has no host CPU model")
 	case c.Rate == 0:
 		return errors.New("bulk: backend simnet has no unlimited link: give a rate")
 	case c.UpQdisc != "" || c.DownQdisc != "" || c.HostQdisc != "":
@@ -300,6 +305,7 @@ func newNetwork(cfg Config) (*des.Live, *netmodel.Network, error) {
 		nc := netmodel.NodeConfig{
 			Up:   netmodel.LinkConfig{Qdisc: up, Shaper: netmodel.OneMTUBurst(cfg.Rate)},
 			Down: netmodel.LinkConfig{Qdisc: down, Shaper: netmodel.OneMTUBurst(cfg.Rate)},
+			CPU:  cfg.CPU,
 		}
 		if cfg.HostQdisc != "" {
 			h, err := q("host", cfg.HostQdisc)

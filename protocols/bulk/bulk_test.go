@@ -187,3 +187,42 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestQUICReceiverCPUBound: 4 MiB over quic-go at 1 Gbit/s, 10 ms RTT,
+// receive buffers capped at Linux's rmem_max (212 992). A receiver that
+// spends 20 µs on every datagram (--cpu rx:20us) reads at most one
+// 1 252-byte packet per 20 µs, below the link's 1 Gbit/s: its socket
+// buffer overflows (sockbuf drops, which quic-go retransmits) and the
+// goodput stays under 1 252 × 8 / 20 µs = 500.8 Mbit/s. Without the cpu
+// the buffer never overflows.
+func TestQUICReceiverCPUBound(t *testing.T) {
+	const size = 4 << 20
+	for _, spec := range []string{"off", "rx:20us"} {
+		cpu, err := des.ParseCPU(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Run(context.Background(), Config{
+				Transport: "quic", Rate: 1e9, RTT: 10 * des.Millisecond, Bytes: size, Seed: 1,
+				SockBufMax: 212992, CPU: cpu,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BytesReceived != size || res.SHA256 != expectedSum(1, size) {
+				t.Fatalf("%s: received %d bytes, hash match %v", spec, res.BytesReceived, res.SHA256 == expectedSum(1, size))
+			}
+			t.Logf("%s: goodput %.1f Mbit/s, sockbuf drops %d", spec, res.GoodputBps/1e6, res.SockDrops)
+			if spec == "off" {
+				if res.SockDrops != 0 {
+					t.Fatalf("off: %d sockbuf drops, want 0", res.SockDrops)
+				}
+				return
+			}
+			if res.SockDrops == 0 || res.GoodputBps >= 500.8e6 {
+				t.Fatalf("rx:20us: %d sockbuf drops, goodput %.1f Mbit/s; want drops and under 500.8 Mbit/s", res.SockDrops, res.GoodputBps/1e6)
+			}
+		})
+	}
+}

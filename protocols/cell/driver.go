@@ -364,6 +364,10 @@ func (d *driver) network() error {
 	if d.downSpecs, err = downMap.resolve(p.DownQdisc, n, cfg.Seed); err != nil {
 		return fmt.Errorf("cell: downlink-qdisc: %w", err)
 	}
+	cpu, err := des.ParseCPU(p.CPU)
+	if err != nil {
+		return fmt.Errorf("cell: knob %w", err)
+	}
 	streams := des.NewStreams(cfg.Seed)
 	for i := range n {
 		if !d.local(i) {
@@ -381,6 +385,7 @@ func (d *driver) network() error {
 		nc := netmodel.NodeConfig{
 			Up:   netmodel.LinkConfig{Qdisc: up, Shaper: p.shaper(d.draw.Up[i])},
 			Down: netmodel.LinkConfig{Qdisc: down, Shaper: p.shaper(d.draw.Down[i])},
+			CPU:  cpu,
 		}
 		if p.HostQdisc != "" {
 			hq, err := queues.New(p.HostQdisc, streams.Stream(fmt.Sprintf("qdisc/host/%d", i)))

@@ -84,6 +84,10 @@ type Profile struct {
 	// netem's limit (netmodel.Config.NetemLimit); 0, unlimited, in every
 	// profile, and left out of the cell key when 0.
 	NetemLimit int `json:",omitempty"`
+	// CPU is every host's CPU cost per packet received and sent
+	// (netmodel.NodeConfig.CPU), as des.CPUSpec writes it; "" (off) in
+	// every profile, and left out of the cell key when off.
+	CPU string `json:",omitempty"`
 }
 
 // The profiles, knob by knob with the source of each value
@@ -386,6 +390,19 @@ var knobs = []knob{
 			p.GSO = b
 			return nil
 		}},
+	{"cpu", "every host's CPU time per packet received (rx) and sent (tx), per packet and/or per wire byte, e.g. rx:3us+0.2ns/B,tx:2us+0.1ns/B: a datagram is readable, and a sent packet reaches the uplink, when the host has spent it, one packet at a time (off: none)",
+		func(p *Profile) string { return p.cpuSpec().String() },
+		func(p *Profile, v string) error {
+			c, err := des.ParseCPU(v)
+			if err != nil {
+				return fmt.Errorf("knob %w", err)
+			}
+			p.CPU = ""
+			if !c.Off() {
+				p.CPU = c.String()
+			}
+			return nil
+		}},
 	intKnob("netem-limit", "packets each ordered pair's latency pipe holds, netem's limit (tc's default 1000); a packet past it is dropped at the tail (0: unlimited)", queues.MaxSpecPackets, func(p *Profile) *int { return &p.NetemLimit }),
 	intKnob("sndbuf-max", "cap on UDP send buffer requests alone before doubling, below sockbuf-max (0: none; 32768 stores section 5's 64 KB)", maxSockBuf, func(p *Profile) *int { return &p.SndBufMax }),
 	stringKnob("mesh-wait", "stable (wait for every mesh within [Dlo, Dhi]) or fixed", func(p *Profile) *string { return &p.MeshWait }, "stable", "fixed"),
@@ -447,6 +464,13 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// cpuSpec is the CPU knob's value; the knob stores only what ParseCPU
+// reads.
+func (p *Profile) cpuSpec() des.CPUSpec {
+	c, _ := des.ParseCPU(p.CPU)
+	return c
 }
 
 // tcpConfig is the TCP model of Transport "tcp": the tcp preset with the
