@@ -45,17 +45,15 @@ type Capture struct {
 
 // Trace CSV headers.
 const (
-	TraceQueuesHeader = "time_s,queue,backlog_bytes,backlog_packets,enqueued,dequeued,sojourn_mean_ms,drops_overlimit,drops_aqm,drops_batch,ce_marks"
+	TraceQueuesHeader = "time_s,queue,backlog_bytes,backlog_packets,enqueued,dequeued," + queues.SampleColumns
 	TraceNodesHeader  = "time_s,node,sent_packets,sent_bytes,recv_packets,recv_bytes,drops"
-	TraceFlowsHeader  = "time_s,flow,state,cwnd_segments,ssthresh_segments,srtt_ms,pacing_rate_bps,in_flight_segments,unacked_bytes,retransmits"
+	TraceFlowsHeader  = "time_s,flow," + tcp.TraceColumns
 )
 
 // tracedQueue is a queue and its counters at the previous sample.
 type tracedQueue struct {
-	name    string
-	q       queues.Qdisc
-	prev    queues.Stats
-	prevSum float64 // the sojourn histogram's sum at the previous sample
+	name string
+	queues.Sampler
 }
 
 // tracedFlow is a TCP sender and its retransmissions at the previous
@@ -111,11 +109,11 @@ func newObserver(cfg Config, n *netmodel.Network) (*observer, error) {
 		o.limit = cfg.Duration
 	}
 	if h := n.Node(0).Host(); h != nil {
-		o.queues = append(o.queues, tracedQueue{name: "sender host", q: h.Qdisc()})
+		o.queues = append(o.queues, tracedQueue{name: "sender host", Sampler: queues.Sampler{Q: h.Qdisc()}})
 	}
 	o.queues = append(o.queues,
-		tracedQueue{name: "sender uplink", q: n.Node(0).Up().Qdisc()},
-		tracedQueue{name: "receiver downlink", q: n.Node(1).Down().Qdisc()})
+		tracedQueue{name: "sender uplink", Sampler: queues.Sampler{Q: n.Node(0).Up().Qdisc()}},
+		tracedQueue{name: "receiver downlink", Sampler: queues.Sampler{Q: n.Node(1).Down().Qdisc()}})
 	o.nodes = make([]netmodel.Counters, len(n.Nodes()))
 	open := func(w io.Writer, header string) *bufio.Writer {
 		if w == nil {
@@ -159,22 +157,14 @@ func (o *observer) sample(now des.Time) {
 	if o.qw != nil {
 		for i := range o.queues {
 			tq := &o.queues[i]
-			st := tq.q.Stats()
-			sum := float64(st.Sojourn.Mean()) * float64(st.Sojourn.Count())
+			x := tq.Next()
 			b := append(o.row[:0], t...)
 			b = append(b, ',')
 			b = append(b, tq.name...)
-			b = appendUints(b, uint64(tq.q.Bytes()), uint64(tq.q.Len()), st.Enqueued-tq.prev.Enqueued, st.Dequeued-tq.prev.Dequeued)
-			b = append(b, ',')
-			if k := st.Sojourn.Count() - tq.prev.Sojourn.Count(); k > 0 {
-				b = strconv.AppendFloat(b, (sum-tq.prevSum)/float64(k)/1e6, 'f', 6, 64)
-			}
-			b = appendUints(b, st.Drops[queues.DropOverlimit]-tq.prev.Drops[queues.DropOverlimit],
-				st.Drops[queues.DropAQM]-tq.prev.Drops[queues.DropAQM],
-				st.Drops[queues.DropBatch]-tq.prev.Drops[queues.DropBatch], st.CEMarks-tq.prev.CEMarks)
+			b = appendUints(b, uint64(x.Bytes), uint64(x.Len), x.Enqueued, x.Dequeued)
+			b = x.AppendCSV(b)
 			o.qw.Write(append(b, '\n'))
 			o.row = b
-			tq.prev, tq.prevSum = *st, sum
 		}
 	}
 	if o.nw != nil {
@@ -199,14 +189,7 @@ func (o *observer) sample(now des.Time) {
 			st := f.ep.Stats()
 			b := append(o.row[:0], t...)
 			b = appendUints(b, uint64(i))
-			b = append(b, ',')
-			b = append(b, st.State.String()...)
-			b = appendUints(b, uint64(st.Cwnd), uint64(st.Ssthresh))
-			b = append(b, ',')
-			b = strconv.AppendFloat(b, float64(st.SRTT)/1e6, 'f', 6, 64)
-			b = append(b, ',')
-			b = strconv.AppendFloat(b, st.PacingRate*8, 'f', 0, 64)
-			b = appendUints(b, uint64(st.InFlight), st.BytesSent-min(st.BytesAcked, st.BytesSent), st.Retransmits-f.prev)
+			b = st.AppendCSV(b, f.prev)
 			o.fw.Write(append(b, '\n'))
 			o.row = b
 			f.prev = st.Retransmits
