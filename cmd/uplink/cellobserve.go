@@ -51,18 +51,19 @@ func newCellOutputs(c *cell.Config, traceDir, pcapDir, plotDir string) (*cellOut
 		}
 		o.dirs = append(o.dirs, d)
 	}
-	open := func(flag, dir, ext string) func(int) (io.Writer, error) {
+	open := func(flag, dir, name string) func(int) (io.Writer, error) {
 		return func(node int) (io.Writer, error) {
 			o.mu.Lock()
 			defer o.mu.Unlock()
-			return o.files.create(flag, filepath.Join(dir, fmt.Sprintf("node-%d.%s", node, ext)))
+			return o.files.create(flag, filepath.Join(dir, fmt.Sprintf(name, node)))
 		}
 	}
 	if traceDir != "" {
-		c.Outputs.Trace = open("trace", traceDir, "csv")
+		c.Outputs.Trace = open("trace", traceDir, "node-%d.csv")
+		c.Outputs.Flows = open("trace", traceDir, "node-%d-flows.csv")
 	}
 	if pcapDir != "" {
-		c.Outputs.Capture = open("pcap", pcapDir, "pcapng")
+		c.Outputs.Capture = open("pcap", pcapDir, "node-%d.pcapng")
 	}
 	if plotDir != "" && !c.PerNode {
 		// The figure reads every receiver's completion time.

@@ -176,3 +176,110 @@ func TestRunTraceCapturePlot(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "plot", "wholend-harness-seed7-"+split.Key, "completion-cdf.svg"))
 	require.NoError(t, err)
 }
+
+// TestRunTraceTCP: a 12-node TCP cell traced on every node writes each
+// node's node-N-flows.csv besides node-N.csv: at each of the node trace's
+// rows a row per connection (each numbered once), cwnd positive, and at
+// the publish one ESTABLISHED connection to each of the node's
+// neighbours in the dial graph. The queue columns' drops and CE marks of
+// every node up to the counts row add up to the record's queue summary
+// (the uplinks' queues are cut to 8 packets so that some drop), and a
+// node's queue drops are among its drops.
+func TestRunTraceTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cell")
+	}
+	num := func(s string) uint64 {
+		if s == "" {
+			return 0
+		}
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		return v
+	}
+	args := []string{"run", "--transport", "tcp", "--nodes", "12", "--degree", "4", "--payload", "64KiB", "--profile", "shadow", "--seeds", "7",
+		"--uplink-qdisc", "codel:limit=8"} // a short uplink queue: drops to compare
+	cfg := planCells(t, args[0], args[1:]...)[0]
+	draw, err := netmodel.NewDraw(cfg.N, cfg.Degree, cfg.Seed, cfg.Latency, cfg.Net)
+	require.NoError(t, err)
+	g, err := draw.Graph()
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	out := filepath.Join(dir, "records.jsonl")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(append(args, "--trace", filepath.Join(dir, "trace"), "--trace-nodes", "all", "--out", out, "--quiet"), &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var rec cell.Record
+	require.NoError(t, json.Unmarshal(data, &rec))
+	folder := filepath.Join(dir, "trace", "wholend-shadow-seed7-"+rec.Key)
+
+	queue := map[string]string{"up": "uplink", "down": "downlink", "host": "host"}
+	kinds := []string{"overlimit", "aqm", "batch"}
+	sums := map[string]uint64{}
+	for node := range 12 {
+		cols, rows := readNodeTrace(t, filepath.Join(folder, "node-"+strconv.Itoa(node)+".csv"))
+		var drops, qdrops uint64
+		counted := false
+		for _, r := range rows {
+			drops += num(r[cols["drops"]])
+			for q := range queue {
+				for _, k := range kinds {
+					v := num(r[cols[q+"_drops_"+k]])
+					qdrops += v
+					if !counted {
+						sums[q+" "+k] += v
+					}
+				}
+				if !counted {
+					sums[q+" ce"] += num(r[cols[q+"_ce_marks"]])
+				}
+			}
+			counted = counted || r[cols["reading"]] == "counts"
+		}
+		require.LessOrEqual(t, qdrops, drops, "node %d: queue drops", node)
+
+		b, err := os.ReadFile(filepath.Join(folder, "node-"+strconv.Itoa(node)+"-flows.csv"))
+		require.NoError(t, err)
+		require.Equal(t, cell.TraceFlowsHeader, string(bytes.SplitN(b, []byte("\n"), 2)[0]))
+		frows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		require.NoError(t, err)
+		fcols := map[string]int{}
+		for i, c := range frows[0] {
+			fcols[c] = i
+		}
+		// Each flows row belongs to a node trace row, in order; a
+		// connection appears once per row.
+		k := 1
+		var published []int
+		for _, r := range rows {
+			seen := map[string]bool{}
+			for ; k < len(frows) && frows[k][fcols["time_s"]] == r[cols["time_s"]] && frows[k][fcols["reading"]] == r[cols["reading"]]; k++ {
+				f := frows[k]
+				require.False(t, seen[f[fcols["flow"]]], "node %d: flow %s twice at %s", node, f[fcols["flow"]], f[0])
+				seen[f[fcols["flow"]]] = true
+				require.Positive(t, num(f[fcols["cwnd_segments"]]), "node %d: cwnd", node)
+				if r[cols["reading"]] == "publish" {
+					require.Equal(t, "ESTABLISHED", f[fcols["state"]])
+					p, err := strconv.Atoi(f[fcols["peer"]])
+					require.NoError(t, err)
+					published = append(published, p)
+				}
+			}
+		}
+		require.Equal(t, len(frows), k, "node %d: every flows row is at a row of the node's trace", node)
+		require.ElementsMatch(t, g.Neighbors(node), published, "node %d: its connections at the publish", node)
+	}
+	for q, name := range queue {
+		s, ok := rec.Queues[name]
+		if !ok {
+			continue
+		}
+		for _, k := range kinds {
+			require.Equal(t, s.Drops[k], sums[q+" "+k], "%s drops %s", name, k)
+		}
+		require.Equal(t, s.CEMarks, sums[q+" ce"], "%s CE marks", name)
+	}
+	require.Positive(t, sums["up overlimit"], "some uplink drops to compare")
+}

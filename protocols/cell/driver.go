@@ -428,6 +428,7 @@ func (d *driver) network() error {
 		if err != nil {
 			return fmt.Errorf("cell: transport tcp: %w", err)
 		}
+		d.obs.useTCP(d.live, st.Engine())
 		d.newHost = func(i int) (host.Host, error) { return newTCPHost(st, i, cfg.Seed) }
 	default:
 		st := udp.NewStack(d.live, d.nw)

@@ -126,6 +126,7 @@ func (e *Engine) newEndpoint(s *netmodel.Socket, lp *ListenPort, node, rnode int
 	ep.timer = e.sim.NewTimer(ep.timerFired)
 	ep.snd.init(ep)
 	ep.rcv.init(ep)
+	e.opened(ep)
 	return ep
 }
 
@@ -572,6 +573,7 @@ func (ep *Endpoint) finish(err error, now des.Time) {
 	if err != nil && ep.err == nil {
 		ep.err = err
 	}
+	ep.eng.closed(ep)
 	ep.disarm()
 	ep.snd.stopPacing()
 	ep.rcv.stopDelack()

@@ -22,6 +22,7 @@ type Engine struct {
 	hdrs    []*Header
 	scratch []byte
 	hooked  []bool
+	open    [][]*Endpoint // each node's connections not yet closed, oldest first
 }
 
 // NewEngine returns an engine on n with profile cfg.
@@ -43,6 +44,30 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // Network is the engine's network.
 func (e *Engine) Network() *netmodel.Network { return e.net }
+
+// AppendConns appends node's connections not yet closed (those in
+// their handshake and in TIME-WAIT included), in the order they were
+// opened, to dst. It reads the model: call it with the model locked.
+func (e *Engine) AppendConns(dst []*Endpoint, node int) []*Endpoint {
+	if node < 0 || node >= len(e.open) {
+		return dst
+	}
+	return append(dst, e.open[node]...)
+}
+
+// opened and closed keep the lists of AppendConns.
+func (e *Engine) opened(ep *Endpoint) {
+	for len(e.open) <= ep.node {
+		e.open = append(e.open, nil)
+	}
+	e.open[ep.node] = append(e.open[ep.node], ep)
+}
+
+func (e *Engine) closed(ep *Endpoint) {
+	if i := slices.Index(e.open[ep.node], ep); i >= 0 {
+		e.open[ep.node] = slices.Delete(e.open[ep.node], i, i+1)
+	}
+}
 
 func (e *Engine) newHeader() *Header {
 	if k := len(e.hdrs); k > 0 {
