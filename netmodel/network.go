@@ -337,6 +337,7 @@ type Node struct {
 	prio     uint64                                  // the last packet priority taken (Socket.Priorities)
 	unbound  map[uint8]func(p *Packet, now des.Time) // see HandleUnbound
 	remote   bool                                    // lives in another partition (AddRemoteNode)
+	rates    [2]int64                                // a remote node's uplink and downlink rates (LinkRates)
 	tap      Tap                                     // SetTap; nil: none
 	Counters Counters
 }

@@ -86,16 +86,27 @@ func (n *Network) nextSocketID() uint32 {
 	return uint32(len(n.socks))
 }
 
-// AddRemoteNode adds the next node index as a node of another partition:
-// packets to it become crossings; it has no paths or sockets here.
-func (n *Network) AddRemoteNode() *Node {
-	nd := &Node{net: n, id: len(n.nodes), remote: true}
+// AddRemoteNode adds the next node index as a node of another partition,
+// whose uplink and downlink shape at upRate and downRate (bit/s; 0:
+// unlimited): packets to it become crossings; it has no paths or sockets
+// here, only its rates, which a transport may read (LinkRates).
+func (n *Network) AddRemoteNode(upRate, downRate int64) *Node {
+	nd := &Node{net: n, id: len(n.nodes), remote: true, rates: [2]int64{upRate, downRate}}
 	n.nodes = append(n.nodes, nd)
 	return nd
 }
 
 // Remote reports whether the node lives in another partition.
 func (nd *Node) Remote() bool { return nd.remote }
+
+// LinkRates are the node's uplink and downlink shaping rates (bit/s; 0:
+// unlimited), for a node of this partition or another.
+func (nd *Node) LinkRates() (up, down int64) {
+	if nd.remote {
+		return nd.rates[0], nd.rates[1]
+	}
+	return nd.up.Shaper().Rate, nd.down.Shaper().Rate
+}
 
 // TakeCrossings returns the packets bound for other partitions since the
 // last call, in the order they left their uplinks, and empties the outbox.

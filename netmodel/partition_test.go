@@ -34,7 +34,7 @@ func gossipTraffic(t *testing.T, n int, lat LatencyModel, loss float64, lockstep
 	socks := make([]*Socket, n)
 	for i := range n {
 		if split.Of[i] != self {
-			nw.AddRemoteNode()
+			nw.AddRemoteNode(0, 0)
 			continue
 		}
 		q, err := queues.NewFIFO(40, 0)
@@ -202,7 +202,7 @@ func TestCrossingExactTimes(t *testing.T) {
 		require.NoError(t, err)
 		for i := range 2 {
 			if split.Of[i] != self {
-				nw.AddRemoteNode()
+				nw.AddRemoteNode(0, 0)
 				continue
 			}
 			_, err := nw.AddNode(NodeConfig{Up: LinkConfig{Shaper: OneMTUBurst(8e6)}, Down: LinkConfig{Shaper: OneMTUBurst(8e6)}})

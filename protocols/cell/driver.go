@@ -371,7 +371,7 @@ func (d *driver) network() error {
 	streams := des.NewStreams(cfg.Seed)
 	for i := range n {
 		if !d.local(i) {
-			d.nw.AddRemoteNode()
+			d.nw.AddRemoteNode(p.shaper(d.draw.Up[i]).Rate, p.shaper(d.draw.Down[i]).Rate)
 			continue
 		}
 		up, err := queues.New(d.upSpecs[i], streams.Stream(fmt.Sprintf("qdisc/up/%d", i)))

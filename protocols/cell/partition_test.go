@@ -154,3 +154,17 @@ func TestSplitCheck(t *testing.T) {
 	_, err := Run(cfg)
 	require.ErrorContains(t, err, "RunSplit")
 }
+
+// TestSplitCellTCP: a split cell over uplink's TCP model with Shadow's
+// preset, whose initial buffers read the rates of both ends (the peer's
+// from another partition): every receiver completes.
+func TestSplitCellTCP(t *testing.T) {
+	cfg := splitConfig(t, 2)
+	p, err := LookupProfile("shadow")
+	require.NoError(t, err)
+	cfg.Profile, cfg.Transport, cfg.Verify = p, "tcp", false
+	rec, err := RunSplit(cfg, enterBubbles(t))
+	require.NoError(t, err)
+	require.Equal(t, 19, rec.Completed)
+	require.Nil(t, rec.ConnAtPublish)
+}

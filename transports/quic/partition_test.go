@@ -40,7 +40,7 @@ func splitNet(t *testing.T, sim *des.Sim, ids *netmodel.SocketIDs, self int) *ne
 	require.NoError(t, err)
 	for i := range 2 {
 		if self >= 0 && i != self {
-			n.AddRemoteNode()
+			n.AddRemoteNode(splitRate, splitRate)
 			continue
 		}
 		_, err := n.AddNode(netmodel.NodeConfig{

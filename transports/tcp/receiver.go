@@ -547,11 +547,11 @@ func (r *receiver) shadowAdjust(n int, now des.Time) {
 // unlimited give Max.
 func (ep *Endpoint) shadowInitialBuffer(b BufferSizes, send bool) int {
 	n := ep.eng.net
-	var r1, r2 int64
-	if send {
-		r1, r2 = n.Node(ep.node).Up().Shaper().Rate, n.Node(ep.rnode).Down().Shaper().Rate
-	} else {
-		r1, r2 = n.Node(ep.node).Down().Shaper().Rate, n.Node(ep.rnode).Up().Shaper().Rate
+	myUp, myDown := n.Node(ep.node).LinkRates()
+	peerUp, peerDown := n.Node(ep.rnode).LinkRates() // the peer may live in another partition
+	r1, r2 := myUp, peerDown
+	if !send {
+		r1, r2 = myDown, peerUp
 	}
 	rate := min(r1, r2)
 	if r1 == 0 || r2 == 0 {
