@@ -138,10 +138,12 @@ func (c Config) checkQdiscs(n int) error {
 }
 
 // checkTransport refuses TCP knobs changed on a QUIC cell, where nothing
-// reads them.
+// reads them, and, on a TCP cell, a TCP model the knobs make invalid (a
+// buffer below the MSS, say).
 func (c Config) checkTransport() error {
 	if c.Transport == "tcp" {
-		return nil
+		_, err := c.Profile.tcpConfig(c.Seed)
+		return err
 	}
 	p := c.Profile
 	var changed []string
@@ -153,6 +155,12 @@ func (c Config) checkTransport() error {
 	}
 	if p.IdleRestart != "" {
 		changed = append(changed, "idle-restart="+p.IdleRestart)
+	}
+	if p.TCPRmem != "" {
+		changed = append(changed, "tcp-rmem="+p.TCPRmem)
+	}
+	if p.TCPWmem != "" {
+		changed = append(changed, "tcp-wmem="+p.TCPWmem)
 	}
 	if base, err := LookupProfile(p.Name); err == nil && p.TCP != base.TCP {
 		changed = append(changed, "tcp="+p.TCP)

@@ -350,6 +350,7 @@ func (d *driver) network() error {
 		SocketIDs:  d.socketIDs(),
 		GSO:        p.GSO,
 		NetemLimit: p.NetemLimit,
+		MTU:        p.MTU,
 	})
 	if err != nil {
 		return fmt.Errorf("cell: network: %w", err)

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -88,6 +89,15 @@ type Profile struct {
 	// (netmodel.NodeConfig.CPU), as des.CPUSpec writes it; "" (off) in
 	// every profile, and left out of the cell key when off.
 	CPU string `json:",omitempty"`
+	// MTU is every link's MTU (netmodel.Config.MTU); with TCP the model's
+	// MSS is MTU − 40. 0: 1 500, and left out of the cell key.
+	MTU int `json:",omitempty"`
+	// TCPRmem and TCPWmem, when set, override the TCP preset's receive
+	// and send buffer triples, Linux's net.ipv4.tcp_rmem and tcp_wmem
+	// ("min default max" in bytes); "" keeps the preset's and is left out
+	// of the cell key.
+	TCPRmem string `json:",omitempty"`
+	TCPWmem string `json:",omitempty"`
 }
 
 // The profiles, knob by knob with the source of each value
@@ -307,6 +317,27 @@ func intKnob(name, help string, hi int64, f func(*Profile) *int) knob {
 		}}
 }
 
+// tcpBufferKnob is a TCP buffer sysctl knob (Linux's tcp_rmem or
+// tcp_wmem triple) over the TCP preset's; its value reads as the triple
+// the TCP model gets.
+func tcpBufferKnob(name, dir string, f func(*Profile) *string, inEffect func(tcp.Config) tcp.BufferSizes) knob {
+	return knob{name, "TCP " + dir + " buffer sysctl, \"min default max\" in bytes, such as \"4096 131072 6291456\" (empty: the tcp preset's)",
+		func(p *Profile) string {
+			if c, err := p.tcpConfig(0); err == nil {
+				b := inEffect(c)
+				return fmt.Sprintf("%d %d %d", b.Min, b.Default, b.Max)
+			}
+			return *f(p)
+		},
+		func(p *Profile, v string) error {
+			if _, err := des.ParseBufferTriple(v); err != nil {
+				return fmt.Errorf("knob %s: %w", name, err)
+			}
+			*f(p) = v
+			return nil
+		}}
+}
+
 // qdiscKnob is a queue assignment knob (AssignQdiscs). An open mix
 // ("pie@30%") set over the value it replaces is stored completed by it
 // (CompleteMix: "pie@30%;fq_codel:profile=simnet" over the harness's), so
@@ -403,6 +434,21 @@ var knobs = []knob{
 			}
 			return nil
 		}},
+	{"mtu", "every link's MTU in bytes, 576 to 65535 (Linux loopback's 65536 runs as 65535); TCP's MSS is MTU - 40 (0: 1500)",
+		func(p *Profile) string { return strconv.Itoa(p.MTU) },
+		func(p *Profile, v string) error {
+			n, err := des.ParseInt(v, 0, 65535)
+			if err == nil && n != 0 && n < 576 {
+				err = fmt.Errorf("%q: want 576 to 65535, or 0 for 1500", v)
+			}
+			if err != nil {
+				return fmt.Errorf("knob mtu=%w", err)
+			}
+			p.MTU = int(n)
+			return nil
+		}},
+	tcpBufferKnob("tcp-rmem", "receive", func(p *Profile) *string { return &p.TCPRmem }, func(c tcp.Config) tcp.BufferSizes { return c.RecvBuffer }),
+	tcpBufferKnob("tcp-wmem", "send", func(p *Profile) *string { return &p.TCPWmem }, func(c tcp.Config) tcp.BufferSizes { return c.SendBuffer }),
 	intKnob("netem-limit", "packets each ordered pair's latency pipe holds, netem's limit (tc's default 1000); a packet past it is dropped at the tail (0: unlimited)", queues.MaxSpecPackets, func(p *Profile) *int { return &p.NetemLimit }),
 	intKnob("sndbuf-max", "cap on UDP send buffer requests alone before doubling, below sockbuf-max (0: none; 32768 stores section 5's 64 KB)", maxSockBuf, func(p *Profile) *int { return &p.SndBufMax }),
 	stringKnob("mesh-wait", "stable (wait for every mesh within [Dlo, Dhi]) or fixed", func(p *Profile) *string { return &p.MeshWait }, "stable", "fixed"),
@@ -499,6 +545,25 @@ func (p *Profile) tcpConfig(seed uint64) (tcp.Config, error) {
 	}
 	if err := overrideSwitch("idle-restart", p.IdleRestart, &c.SlowStartAfterIdle); err != nil {
 		return tcp.Config{}, err
+	}
+	if p.MTU > 0 {
+		c.MSS = p.MTU - 40
+	}
+	for _, b := range []struct {
+		name, v string
+		to      *tcp.BufferSizes
+	}{{"tcp-rmem", p.TCPRmem, &c.RecvBuffer}, {"tcp-wmem", p.TCPWmem, &c.SendBuffer}} {
+		if b.v == "" {
+			continue
+		}
+		t, err := des.ParseBufferTriple(b.v)
+		if err != nil {
+			return tcp.Config{}, fmt.Errorf("knob %s: %w", b.name, err)
+		}
+		*b.to = tcp.BufferSizes{Min: int(t[0]), Default: int(t[1]), Max: int(t[2])}
+	}
+	if err := c.Validate(cmp.Or(p.MTU, netmodel.DefaultMTU)); err != nil {
+		return tcp.Config{}, fmt.Errorf("knobs mtu, tcp-rmem, tcp-wmem: %w", err)
 	}
 	c.Seed = seed
 	return c, nil

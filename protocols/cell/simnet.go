@@ -72,7 +72,7 @@ func (c Config) checkBackend() error {
 
 // simnetKnobs are the profile knobs that describe the network, which on
 // simnet must keep the harness profile's values.
-var simnetKnobs = []string{"uplink-qdisc", "downlink-qdisc", "host-qdisc", "shaper", "send-mode", "recv-slots", "recv-block", "sockbuf-max", "sndbuf-max", "gso", "netem-limit", "cpu"}
+var simnetKnobs = []string{"uplink-qdisc", "downlink-qdisc", "host-qdisc", "shaper", "send-mode", "recv-slots", "recv-block", "sockbuf-max", "sndbuf-max", "gso", "netem-limit", "cpu", "mtu"}
 
 // networkSimnet is the network phase on simnet: the draw's rates and
 // latencies on one simnet endpoint per node at its QUIC address, the hosts'

@@ -234,6 +234,9 @@ func ShadowConfig() Config {
 	return c
 }
 
+// Validate checks c against a link MTU, as NewStack does.
+func (c Config) Validate(mtu int) error { return c.validate(mtu) }
+
 // validate checks c against an MTU.
 func (c *Config) validate(mtu int) error {
 	if c.NewCongestionControl == nil {
