@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Every number a user gives uplink (a flag, a profile knob, a queue spec's
@@ -315,12 +316,13 @@ func CheckFloat(s string, v, lo, hi float64) (float64, error) {
 }
 
 // ParseBufferTriple reads a socket buffer sysctl's triple "min default
-// max" (Linux's tcp_rmem and tcp_wmem, such as "4096 131072 6291456"):
+// max" (Linux's tcp_rmem and tcp_wmem, such as "4096 131072 6291456", or
+// with commas, "4096,131072,6291456", as a knob's value is written):
 // three byte counts, each read as ParseBytes reads BinaryBytes within
 // [1, MaxSockBuf], with min <= default <= max.
 func ParseBufferTriple(s string) ([3]int64, error) {
 	var v [3]int64
-	f := strings.Fields(s)
+	f := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	if len(f) != 3 {
 		return v, fmt.Errorf("%q: want three byte counts, min default max, such as \"4096 131072 6291456\"", s)
 	}

@@ -79,23 +79,23 @@ func TestEstimateMemory(t *testing.T) {
 func TestTCPSysctlKnobs(t *testing.T) {
 	p, err := LookupProfile("kernel")
 	require.NoError(t, err)
-	require.NoError(t, p.SetKnobs([]string{"mtu=65535", "tcp-rmem=4096 131072 8388608", "tcp-wmem=8192 16384 4194304"}))
+	require.NoError(t, p.SetKnobs([]string{"mtu=65535", "tcp-rmem=4096 131072 8388608", "tcp-wmem=8192,16384,4194304"}))
 	c, err := p.tcpConfig(1)
 	require.NoError(t, err)
 	require.Equal(t, 65495, c.MSS)
 	require.Equal(t, tcp.BufferSizes{Min: 4096, Default: 131072, Max: 8388608}, c.RecvBuffer)
 	require.Equal(t, tcp.BufferSizes{Min: 8192, Default: 16384, Max: 4194304}, c.SendBuffer)
-	require.Equal(t, "4096 131072 8388608", p.Knobs()["tcp-rmem"])
+	require.Equal(t, "4096,131072,8388608", p.Knobs()["tcp-rmem"])
 	def, err := LookupProfile("kernel")
 	require.NoError(t, err)
-	require.Equal(t, "4096 131072 6291456", def.Knobs()["tcp-rmem"], "Linux's default tcp_rmem")
+	require.Equal(t, "4096,131072,6291456", def.Knobs()["tcp-rmem"], "Linux's default tcp_rmem")
 	require.ErrorContains(t, p.SetKnobs([]string{"mtu=500"}), "want 576 to 65535")
 
 	cfg := smallConfig(t)
-	cfg.Profile.TCPRmem = "4096 131072 6291456"
-	require.ErrorContains(t, cfg.Check(), "knob [tcp-rmem=4096 131072 6291456] applies to --transport tcp")
+	cfg.Profile.TCPRmem = "4096,131072,6291456"
+	require.ErrorContains(t, cfg.Check(), "knob [tcp-rmem=4096,131072,6291456] applies to --transport tcp")
 	cfg.Transport = "tcp"
 	require.NoError(t, cfg.Check())
-	cfg.Profile.MTU, cfg.Profile.TCPRmem = 65535, "4096 16384 32768"
+	cfg.Profile.MTU, cfg.Profile.TCPRmem = 65535, "4096,16384,32768"
 	require.ErrorContains(t, cfg.Check(), "Max >= MSS 65495")
 }

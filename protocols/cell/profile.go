@@ -321,19 +321,20 @@ func intKnob(name, help string, hi int64, f func(*Profile) *int) knob {
 // tcp_wmem triple) over the TCP preset's; its value reads as the triple
 // the TCP model gets.
 func tcpBufferKnob(name, dir string, f func(*Profile) *string, inEffect func(tcp.Config) tcp.BufferSizes) knob {
-	return knob{name, "TCP " + dir + " buffer sysctl, \"min default max\" in bytes, such as \"4096 131072 6291456\" (empty: the tcp preset's)",
+	return knob{name, "TCP " + dir + " buffer sysctl, min,default,max in bytes, such as 4096,131072,6291456 (empty: the tcp preset's)",
 		func(p *Profile) string {
 			if c, err := p.tcpConfig(0); err == nil {
 				b := inEffect(c)
-				return fmt.Sprintf("%d %d %d", b.Min, b.Default, b.Max)
+				return fmt.Sprintf("%d,%d,%d", b.Min, b.Default, b.Max)
 			}
 			return *f(p)
 		},
 		func(p *Profile, v string) error {
-			if _, err := des.ParseBufferTriple(v); err != nil {
+			t, err := des.ParseBufferTriple(v)
+			if err != nil {
 				return fmt.Errorf("knob %s: %w", name, err)
 			}
-			*f(p) = v
+			*f(p) = fmt.Sprintf("%d,%d,%d", t[0], t[1], t[2])
 			return nil
 		}}
 }
