@@ -406,6 +406,18 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
+	// finish hands a complete record over: the profiles written (one that
+	// could not be fails the cell), the cell's files committed, the record
+	// printed.
+	finish := func(rec *cell.Record) error {
+		if err := finishProfiles(); err != nil {
+			return err
+		}
+		if err := out.commit(rec); err != nil {
+			return err
+		}
+		return json.NewEncoder(stdout).Encode(rec)
+	}
 	var rec *cell.Record
 	if c.Partitions > 1 {
 		err := bubble.RunSplit(func(enter bubble.Enter) error {
@@ -416,13 +428,7 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := finishProfiles(); err != nil {
-			return err
-		}
-		if err := out.commit(rec); err != nil {
-			return err
-		}
-		return json.NewEncoder(stdout).Encode(rec)
+		return finish(rec)
 	}
 	err = bubble.Run(func(*testing.T) error {
 		var err error
@@ -431,16 +437,8 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			// The record is complete but the bubble cannot end: its
 			// goroutines still run. Hand the record over and leave.
 			fmt.Fprintf(stderr, "warning: %v; the record is written, teardown_s is 0\n", err)
-			if err := finishProfiles(); err != nil {
+			if err := finish(rec); err != nil {
 				fmt.Fprintf(stderr, "uplink: %v\n", err)
-				os.Exit(1)
-			}
-			if err := out.commit(rec); err != nil {
-				fmt.Fprintf(stderr, "uplink: %v\n", err)
-				os.Exit(1)
-			}
-			if err := json.NewEncoder(stdout).Encode(rec); err != nil {
-				fmt.Fprintf(stderr, "cell: writing the record: %v\n", err)
 				os.Exit(1)
 			}
 			os.Exit(0)
@@ -450,12 +448,5 @@ func cmdCell(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// A profile that could not be written fails the cell.
-	if err := finishProfiles(); err != nil {
-		return err
-	}
-	if err := out.commit(rec); err != nil {
-		return err
-	}
-	return json.NewEncoder(stdout).Encode(rec)
+	return finish(rec)
 }
