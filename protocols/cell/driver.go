@@ -1099,7 +1099,7 @@ func (d *driver) read(what reading) (*view, error) {
 	if what == readCompletion {
 		what = readAll
 		for i, nd := range d.nodes {
-			if i > 0 && nd.tracer != nil && !nd.tracer.view(false).delivered {
+			if i > 0 && nd.tracer != nil && !nd.tracer.isDelivered() {
 				what = readMeshes
 				break
 			}

@@ -113,6 +113,14 @@ func (t *tracer) meshRange() (lo, hi int) {
 	return lo, hi
 }
 
+// isDelivered reports whether the node is complete, without the copies
+// view makes (a split cell asks at every window's end).
+func (t *tracer) isDelivered() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.delivered
+}
+
 // view copies the node's state for snapshot: its meshes, completion and
 // tallies, and with data the units' data it was delivered.
 func (t *tracer) view(data bool) nodeView {
