@@ -53,8 +53,9 @@ func splitConfig(t *testing.T, k int) Config {
 // TestSplitCell: a 20-node cell split over two and three partitions runs
 // every phase across bubbles: every receiver completes and rebuilds the
 // payload, every connection end is seen at the publish, the record names
-// its partitions and window, and the delivery takes what it takes in one
-// bubble (quic-go's keys and connection ids are random, so not exactly).
+// its partitions and window, and the delivery takes about what it takes
+// in one bubble (quic-go's keys and connection ids are random, so within
+// the run-to-run spread).
 func TestSplitCell(t *testing.T) {
 	var one *Record
 	synctest.Test(t, func(t *testing.T) {
@@ -79,7 +80,10 @@ func TestSplitCell(t *testing.T) {
 			require.True(t, rec.MeshStable)
 			require.NotNil(t, rec.P50S)
 			t.Logf("K=%d: p50 %.3f s, p99 %.3f s (one bubble: %.3f s, %.3f s); window %.3f ms; %d packets", k, *rec.P50S, *rec.P99S, *one.P50S, *one.P99S, rec.PartitionWindowMS, rec.SimPackets)
-			require.InEpsilon(t, *one.P50S, *rec.P50S, 0.25)
+			// One run of each: quic-go's randomness alone moves this
+			// cell's p50 by a third from run to run in one bubble (0.65
+			// to 0.85 s seen), so the bound is one half.
+			require.InEpsilon(t, *one.P50S, *rec.P50S, 0.5)
 			require.NotEqual(t, one.Key, rec.Key, "the partitions are part of the key")
 			// The bubbles are gone, and with them every goroutine.
 			if !assertGoroutines(t, before) {
