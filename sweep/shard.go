@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/results"
 )
 
 // Cost is a cell's expected wall time on one core and its peak memory.
@@ -20,17 +22,46 @@ type Cost struct {
 // SplitWall is EstimateCost's factor for a split cell.
 const SplitWall = 0.78
 
-// EstimateCost is a cell's expected cost: memory from
-// cell.Config.EstimateMemory; wall time 5 s plus 16 ms per dial-graph edge
-// for a 1 MiB payload, scaled by the payload (at least a quarter of
-// that), fitted to whole-message cells at degree 70 (100 and 500 nodes
-// took 54 and 279 s, BENCHMARKS.md) and to the 60-node default (14 s).
-// A split cell (Partitions 2 or more) takes SplitWall of that: two
+// EstimateCost is a cell's expected cost. Where the committed resource
+// table (results/resources.json, generated from the records under
+// results/) has a kind of cell like c (the same arm, transport, profile,
+// network, encoding, payload and partitions), the cost is that kind's
+// measured one scaled to c's dial graph (measuredCost); a split cell whose
+// kind was measured only in one bubble takes SplitWall of its wall time.
+// Otherwise it is formulaCost. It orders and balances shards and sizes a
+// Slurm task's memory; it does not promise a time.
+func EstimateCost(c cell.Config) Cost {
+	if t, err := committedResources(); err == nil {
+		if cost, ok := measuredCost(t, c); ok {
+			return cost
+		}
+		if c.Partitions > 1 {
+			one := c
+			one.Partitions = 1
+			if cost, ok := measuredCost(t, one); ok {
+				cost.Wall = time.Duration(float64(cost.Wall) * SplitWall)
+				return cost
+			}
+		}
+	}
+	return formulaCost(c)
+}
+
+// committedResources is the committed resource table, read once.
+var committedResources = sync.OnceValues(func() ([]Resource, error) {
+	return ReadResources(strings.NewReader(results.ResourcesJSON()))
+})
+
+// formulaCost is a cell's expected cost when no measured kind is like it:
+// memory from cell.Config.EstimateMemory; wall time 5 s plus 16 ms per
+// dial-graph edge for a 1 MiB payload, scaled by the payload (at least a
+// quarter of that), fitted to whole-message cells at degree 70 (100 and
+// 500 nodes took 54 and 279 s, BENCHMARKS.md) and to the 60-node default
+// (14 s). A split cell (Partitions 2 or more) takes SplitWall of that: two
 // partitions took the 100-, 250- and 500-node cells to 0.67, 0.86 and
 // 0.78 of their wall time on two cores; no further gain is assumed from
-// more partitions, which nothing here has measured. It orders and
-// balances shards; it does not promise a time.
-func EstimateCost(c cell.Config) Cost {
+// more partitions, which nothing here has measured.
+func formulaCost(c cell.Config) Cost {
 	scale := max(float64(max(c.Payload, 1))/(1<<20), 0.25)
 	wall := 5 + 0.016*c.Edges()*scale
 	if c.Partitions > 1 {

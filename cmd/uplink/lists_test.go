@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/queues"
 	"github.com/uplinksim/uplink/sweep"
@@ -89,7 +90,7 @@ func TestListTables(t *testing.T) {
 	}
 	// appendix_d_home: 70 rows, all replayed, 28 cells, 210 distinct runs
 	// at 500 nodes over seeds 7 to 16.
-	plan, err := validate.PlanTable("appendix_d_home", validate.PlanOptions{Base: cell.Config{Gossip: cell.StudyGossip(), PerNode: true}})
+	plan, err := validate.PlanTable("appendix_d_home", validate.PlanOptions{Base: cell.Config{Gossip: cell.StudyGossip(), PerNode: true, Encoding: arms.EncodingSnappy}})
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	var wall time.Duration

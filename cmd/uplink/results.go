@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/sweep"
 )
 
 // A results folder (results/NAME/) holds the records behind a page of
@@ -24,6 +27,10 @@ import (
 //	records.jsonl  the records it wrote (its --cache)
 //	report.md      generated: the comparison (and its figures), by
 //	               uplink results from the two above
+//
+// From every folder's records it also generates the resource table,
+// resources.json (read by sweep.EstimateCost through package results) and
+// its page resources.md, beside the folders.
 //
 // uplink results regenerates every page from its records alone; with
 // --check it regenerates into a scratch folder and fails when a committed
@@ -50,6 +57,8 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("results: --dir: %w", pathErrCause(err))}
 	}
 	var stale []string
+	var recs []*cell.Record
+	var sources []string
 	done := 0
 	for _, e := range entries {
 		folder := filepath.Join(*dir, e.Name())
@@ -70,6 +79,14 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("results %s: %w", folder, err)
 		}
 		done++
+		rs, err := readFolderRecords(folder)
+		if err != nil {
+			return fmt.Errorf("results %s: %w", folder, err)
+		}
+		for _, r := range rs {
+			recs = append(recs, r)
+			sources = append(sources, e.Name())
+		}
 		if *check {
 			want, err := os.ReadFile(filepath.Join(folder, "report.md"))
 			got, gerr := os.ReadFile(filepath.Join(target, "report.md"))
@@ -81,6 +98,26 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 	if done == 0 {
 		return usageError{fmt.Errorf("results: no results folder (one with a command file) under %s", *dir)}
 	}
+	table := sweep.MeasureResources(recs, sources)
+	for _, page := range []struct {
+		name  string
+		write func(io.Writer, []sweep.Resource) error
+	}{{"resources.json", sweep.WriteResources}, {"resources.md", sweep.WriteResourcesPage}} {
+		var b bytes.Buffer
+		if err := page.write(&b, table); err != nil {
+			return fmt.Errorf("results: %s: %w", page.name, err)
+		}
+		path := filepath.Join(*dir, page.name)
+		if *check {
+			if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, b.Bytes()) {
+				stale = append(stale, path)
+			}
+			continue
+		}
+		if err := writeFileAtomic(path, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
 	if len(stale) > 0 {
 		return fmt.Errorf("results: %d pages differ from what their records give (run uplink results to regenerate them): %s", len(stale), strings.Join(stale, ", "))
 	}
@@ -90,6 +127,25 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d results pages %s under %s\n", done, verb, *dir)
 	return nil
+}
+
+// readFolderRecords reads a results folder's records.jsonl; a line that
+// is not a record is an error.
+func readFolderRecords(folder string) ([]*cell.Record, error) {
+	f, err := os.Open(filepath.Join(folder, "records.jsonl"))
+	if err != nil {
+		return nil, pathErrCause(err)
+	}
+	defer f.Close()
+	var recs []*cell.Record
+	err = sweep.ScanRecords(f, func(line int, rec *cell.Record, err error) error {
+		if err != nil {
+			return fmt.Errorf("records.jsonl line %d: %w", line, err)
+		}
+		recs = append(recs, rec)
+		return nil
+	})
+	return recs, err
 }
 
 // readCommand reads a results folder's command: its first line that is

@@ -1,0 +1,110 @@
+package sweep
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+func resourceRecord(n, degree int, arm, transport, profile string, rssKB int64, wall float64) *cell.Record {
+	return &cell.Record{N: n, Degree: degree, PayloadBytes: 1 << 20, ArmName: arm, Transport: transport,
+		Profile: profile, Wire: cell.WireRecord{Encoding: "snappy"}, MaxRSSKB: rssKB, WallS: wall}
+}
+
+// TestMeasureResources: records group by kind; each kind's memory is the
+// largest and the median, its wall time the median and the largest;
+// records without a measurement are left out.
+func TestMeasureResources(t *testing.T) {
+	recs := []*cell.Record{
+		resourceRecord(500, 70, "wholend", "quic", "harness", 10<<20, 300),
+		resourceRecord(500, 70, "wholend", "quic", "harness", 12<<20, 500),
+		resourceRecord(500, 70, "wholend", "quic", "harness", 13<<20, 280),
+		resourceRecord(500, 70, "wholend", "tcp", "shadow", 11<<20, 160),
+		resourceRecord(100, 70, "wholend", "quic", "harness", 3<<20, 54),
+		resourceRecord(100, 70, "wholend", "quic", "harness", 0, 54), // no memory measured
+	}
+	srcs := []string{"b", "a", "b", "a", "c", "c"}
+	got := MeasureResources(recs, srcs)
+	require.Len(t, got, 3)
+	require.Equal(t, 100, got[0].Nodes)
+	require.Equal(t, 1, got[0].Cells)
+	h := got[1]
+	require.Equal(t, Kind{Nodes: 500, Degree: 70, Payload: 1 << 20, Arm: "wholend", Transport: "quic", Profile: "harness", Encoding: "snappy", Partitions: 1}, h.Kind)
+	require.Equal(t, 3, h.Cells)
+	require.InDelta(t, 13*1024, h.RSSMaxMiB, 1e-9)
+	require.InDelta(t, 12*1024, h.RSSMedianMiB, 1e-9)
+	require.InDelta(t, 300, h.WallMedianS, 1e-9)
+	require.InDelta(t, 500, h.WallMaxS, 1e-9)
+	require.Equal(t, []string{"a", "b"}, h.Sources)
+	require.Equal(t, "tcp", got[2].Transport)
+
+	var b bytes.Buffer
+	require.NoError(t, WriteResources(&b, got))
+	back, err := ReadResources(&b)
+	require.NoError(t, err)
+	require.Equal(t, got, back)
+
+	var page strings.Builder
+	require.NoError(t, WriteResourcesPage(&page, got))
+	require.Contains(t, page.String(), "| 500 | 70 | 1 MiB | wholend | quic | harness | uplink | snappy | 1 | 3 | 12.0, 13.0 | 300, 500 | a, b |")
+}
+
+// TestReadResourcesRejects: a table with a row that measured nothing, or
+// an unknown field, is an error.
+func TestReadResourcesRejects(t *testing.T) {
+	_, err := ReadResources(strings.NewReader(`[{"nodes":500,"degree":70,"cells":1,"rss_max_mib":0,"wall_median_s":3}]`))
+	require.ErrorContains(t, err, "row 1")
+	_, err = ReadResources(strings.NewReader(`[{"nodes":500,"degree":70,"cells":1,"rss_max_mib":1,"wall_median_s":3,"walls":1}]`))
+	require.ErrorContains(t, err, "unknown field")
+}
+
+// TestMeasuredCost: a cell of a measured kind and size costs what was
+// measured; another size of that kind scales the parts above 256 MiB and
+// 5 s by the edge count; another kind is not matched.
+func TestMeasuredCost(t *testing.T) {
+	table := MeasureResources([]*cell.Record{
+		resourceRecord(100, 70, "wholend", "quic", "harness", 3<<20, 55),
+		resourceRecord(500, 70, "wholend", "quic", "harness", 13<<20, 285),
+	}, []string{"x", "x"})
+	c := cell.Config{Arm: "wholend", N: 500, Degree: 70, Payload: 1 << 20, Transport: "quic",
+		Profile: cell.Profile{Name: "harness"}, Encoding: "snappy"}
+	cost, ok := measuredCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, Cost{Wall: 285 * time.Second, RSS: 13 << 30}, cost)
+
+	c.N = 250 // 8 750 edges: nearest by ratio is 500 nodes (17 500), half of it
+	cost, ok = measuredCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, time.Duration((5+280.0/2)*float64(time.Second)), cost.Wall)
+	require.Equal(t, int64(256<<20+(13<<30-256<<20)/2), cost.RSS)
+
+	c.N = 150 // 5 250 edges: nearest by ratio is 100 nodes (3 500)
+	cost, ok = measuredCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, time.Duration((5+50*1.5)*float64(time.Second)), cost.Wall)
+
+	c.Transport = "tcp"
+	_, ok = measuredCost(table, c)
+	require.False(t, ok)
+}
+
+// TestEstimateCostFallsBack: a kind the committed table lacks costs the
+// formula's estimate; one it has costs the measured one.
+func TestEstimateCostFallsBack(t *testing.T) {
+	c := cell.Config{Arm: "wholend", N: 40, Degree: 8, Payload: 1 << 20, Transport: "quic",
+		Profile: cell.Profile{Name: "no-such-profile"}}
+	require.Equal(t, formulaCost(c), EstimateCost(c))
+	table, err := committedResources()
+	require.NoError(t, err)
+	for _, r := range table {
+		c := cell.Config{Arm: r.Arm, N: r.Nodes, Degree: r.Degree, Payload: r.Payload, Transport: r.Transport,
+			Profile: cell.Profile{Name: r.Profile}, Backend: r.Backend, Encoding: arms.Encoding(r.Encoding), Partitions: r.Partitions}
+		require.Equal(t, time.Duration(r.WallMedianS*float64(time.Second)), EstimateCost(c).Wall, "%+v", r.Kind)
+	}
+}
