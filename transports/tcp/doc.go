@@ -25,7 +25,9 @@
 //     counters (packets out, SACKed, lost, retransmitted), the SACK
 //     scoreboard, the retransmission timer (RFC 6298, Karn's rule,
 //     exponential backoff), zero-window probes, pacing, the restart
-//     after idle (Linux's tcp_slow_start_after_idle, RFC 2861).
+//     after idle (Linux's tcp_slow_start_after_idle, RFC 2861); with
+//     Shadow's Reno and no SACK, Shadow's window test on sequence space
+//     from the cumulative ACK (_tcp_flush) in place of the flight.
 //   - recovery.go: loss detection (three duplicate ACKs or three SACKed
 //     segments) and the fast-recovery state machine, with one strategy
 //     per file: recovery_sack.go (RFC 6675), recovery_newreno.go (RFC

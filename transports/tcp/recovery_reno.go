@@ -14,7 +14,10 @@ package tcp
 //
 // The window is the controller's (ShadowRenoCC: ssthresh = cwnd/2 + 1,
 // cwnd = ssthresh + 3, +1 per further duplicate, cwnd = ssthresh at the
-// end).
+// end). Without SACK the sender sends as Shadow's _tcp_flush does
+// (shadowFlush): the head, presumed lost on the third duplicate as
+// Shadow's retransmit_tally_update marks it, leaves on that ACK, and new
+// data waits until the inflated window exceeds the segments outstanding.
 type renoRecovery struct{ sack bool }
 
 func (r renoRecovery) enter(s *sender) int {
@@ -32,3 +35,11 @@ func (r renoRecovery) onAck(s *sender, a *ackInfo) int {
 	}
 	return 0
 }
+
+// shadowFlush reports whether the sender runs Shadow's send rules
+// (_tcp_flush and _tcp_retransmitPacket in src/main/host/descriptor/tcp.c:
+// fitsInWindow, retransmitPacket): with the classic Reno of a controller
+// that asks for it (Shadow's) and without SACK, Shadow's legacy TCP as its
+// preset runs it. With SACK the flight excludes what the peer SACKed
+// (RFC 6675's pipe), and the sender keeps Linux's test.
+func shadowFlush(sack, classic bool) bool { return classic && !sack }

@@ -47,7 +47,8 @@ type rtxRecord struct {
 // those SACKed, less those presumed lost, plus the retransmissions of lost
 // ones in flight (RFC 6675's pipe). Without SACK nothing is SACKed, and
 // Reno's window inflation on duplicate ACKs (in the controller) stands in
-// for it, as RFC 5681 has it.
+// for it, as RFC 5681 has it. Shadow's stack (seqWindow) compares the
+// window with sequence space instead (fitsInWindow).
 type sender struct {
 	ep *Endpoint
 
@@ -64,6 +65,7 @@ type sender struct {
 	prios     prioRuns // the writes' packet priorities (prio.go)
 
 	segs                           segRing
+	seqWindow                      bool // the window limits sequence space, not the flight (Shadow's, fitsInWindow)
 	sackedOut, lostOut, retransOut int
 	renoSacked                     int // without SACK: duplicate ACKs standing for segments that left (Linux's tcp_add_reno_sack)
 	dupAcks                        int
@@ -103,6 +105,7 @@ func (s *sender) init(ep *Endpoint) {
 	s.bufLimit = ep.cfg.SendBuffer.Default
 	s.cc = newCongestionControl(ep.cfg, ep.cfg.SACK)
 	s.lr = newLossRecovery(ep.cfg.SACK, s.cc.Classic())
+	s.seqWindow = shadowFlush(ep.cfg.SACK, s.cc.Classic())
 	s.freshFn = func(a, b SeqNum) { s.fresh = append(s.fresh, seqRange{a, b}) }
 	if ep.cfg.Pacing {
 		s.paceTimer = ep.eng.sim.NewTimer(func(now des.Time) { s.trySend(now) })
@@ -116,6 +119,7 @@ func (s *sender) established(now des.Time) {
 		s.cc = newCongestionControl(ep.cfg, ep.sackOK) // the peer did not offer SACK
 	}
 	s.lr = newLossRecovery(ep.sackOK, s.cc.Classic())
+	s.seqWindow = shadowFlush(ep.sackOK, s.cc.Classic())
 	s.recover, s.lostMarkedTo, s.rtxHint = s.una, s.una, s.una
 	s.cwndUsageSeq = s.una
 	s.lastDataSent = now // as Linux at the handshake: no restart on the first data
@@ -195,7 +199,7 @@ func (s *sender) trySend(now des.Time) {
 	sent := false
 	cwndLimited := false
 	for {
-		if s.inFlight() >= s.cc.Cwnd() {
+		if !s.seqWindow && s.inFlight() >= s.cc.Cwnd() {
 			cwndLimited = true
 			break
 		}
@@ -210,6 +214,10 @@ func (s *sender) trySend(now des.Time) {
 			if n, fin, ok = s.nextNew(); !ok {
 				break
 			}
+		}
+		if s.seqWindow && !s.fitsInWindow(idx) {
+			cwndLimited = true
+			break
 		}
 		if s.paceTimer != nil && s.paceNext > now {
 			if !s.paceTimer.Pending() {
@@ -235,6 +243,28 @@ func (s *sender) trySend(now des.Time) {
 		// Window closed with data waiting: probe it (RFC 9293 §3.8.6.1).
 		ep.arm(tmPersist, now+s.probeInterval())
 	}
+}
+
+// fitsInWindow is the window test of Shadow's _tcp_flush
+// (src/main/host/descriptor/tcp.c, its fitsInWindow), which the sender
+// applies instead of comparing cwnd with the flight when seqWindow is set:
+// a segment leaves when its sequence number is below unacked + window.
+// Shadow numbers segments, not bytes, so the test here is on the segment's
+// place above snd_una: the segment at index idx of the retransmission
+// queue (new data, idx < 0: at segs.n) fits when fewer than cwnd segments
+// precede it. The segment a fast retransmission resends is the head,
+// which always fits, so it leaves on the ACK that presumes it lost; new
+// data leaves only while fewer than cwnd segments are unacknowledged,
+// however many of them duplicate ACKs show to have left the network (the
+// inflation of cwnd in fast recovery is what opens the window again).
+// Shadow's window is the smaller of cwnd and the peer's window; the
+// peer's, in bytes, is nextNew's test, on new data only.
+func (s *sender) fitsInWindow(idx int) bool {
+	pos := s.segs.n
+	if idx >= 0 {
+		pos = idx
+	}
+	return pos < s.cc.Cwnd()
 }
 
 // cwndValidate is Linux's tcp_cwnd_validate: it remembers, for the current
@@ -343,6 +373,21 @@ func (s *sender) retransmit(i int, now des.Time) {
 	s.ep.stats.Retransmits++
 	s.ep.stats.BytesRetrans += uint64(sg.len)
 	s.xmit(sg, now)
+	if s.seqWindow && s.ca == caRecovery {
+		s.retransmitPacket(now)
+	}
+}
+
+// retransmitPacket is the timer rule of Shadow's _tcp_retransmitPacket
+// (src/main/host/descriptor/tcp.c): queueing a segment for retransmission
+// restarts the retransmission timer (_tcp_setRetransmitTimer), so the
+// fast retransmission pushes the timeout one RTO past itself. Shadow's
+// other retransmissions need no rule of their own: at an expiry it queues
+// every lost segment at once, as the timer is set again, and sends them
+// later as the window opens without touching the timer; new data only
+// starts a timer that is not running (tcp_networkInterfaceIsAboutToSendPacket).
+func (s *sender) retransmitPacket(now des.Time) {
+	s.ep.arm(tmRTO, now+s.rtt.current())
 }
 
 // xmit puts a segment on the wire and advances the pacer.

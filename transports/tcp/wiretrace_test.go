@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 )
@@ -322,14 +324,13 @@ func flightAfter(rs []ackResp, i int, nxt SeqNum) int {
 // (Shadow's Reno, no SACK, no pacing). With W segments in flight at the
 // loss, Shadow's rule is ssthresh = W/2 + 1 and cwnd = ssthresh + 3 on
 // the third duplicate, +1 per further duplicate, cwnd = ssthresh on the
-// next new ACK. On the wire: the retransmission leaves on the duplicate
-// where that inflated window first exceeds the W − 1 segments the model
-// counts in flight (the head presumed lost), which is duplicate
-// W − ssthresh, not the third (the model compares the window with the
-// flight, not with RFC 6675's pipe, and sends the retransmission only
-// within it; RFC 5681 §3.2 step 2 sends it at once); every later
-// duplicate releases one new segment; and after the ACK that ends
-// recovery exactly ssthresh = W/2 + 1 segments are in flight.
+// next new ACK (tcp_cong_reno.c). On the wire, as Shadow's _tcp_flush
+// sends: the third duplicate sends the retransmission alone (the head is
+// below snd_una + cwnd whatever the flight); no new segment leaves while
+// the W segments above snd_una fill the window, that is until duplicate
+// W − ssthresh, where cwnd = ssthresh + d first exceeds W; every later
+// duplicate releases one new segment; and after the ACK that ends recovery
+// exactly ssthresh = W/2 + 1 segments are in flight.
 func TestWireShadowRenoHalves(t *testing.T) {
 	cfg := ShadowConfig()
 	// Neither the receiver's window nor the send buffer limits.
@@ -344,15 +345,15 @@ func TestWireShadowRenoHalves(t *testing.T) {
 	if len(dups) < w-1 || w < 16 {
 		t.Fatalf("window %d at the loss, %d duplicates\n%s", w, len(dups), tr)
 	}
-	rtxAt := w - ssthresh // 1-based duplicate
+	newFrom := w - ssthresh + 1 // 1-based duplicate
 	for i, k := range dups {
 		n, rtx := len(rs[k].sent), countSeq(rs[k].sent, lost)
 		switch d := i + 1; {
-		case d < rtxAt && n != 0:
-			t.Fatalf("duplicate %d sent %v; want nothing before duplicate %d (window %d, ssthresh %d)", d, rs[k].sent, rtxAt, w, ssthresh)
-		case d == rtxAt && (n != 1 || rtx != 1):
+		case d == dupThresh && (n != 1 || rtx != 1):
 			t.Fatalf("duplicate %d sent %v; want the retransmission of %d alone", d, rs[k].sent, lost)
-		case d > rtxAt && (n != 1 || rtx != 0):
+		case d != dupThresh && d < newFrom && n != 0:
+			t.Fatalf("duplicate %d sent %v; want nothing before duplicate %d but the retransmission (window %d, ssthresh %d)", d, rs[k].sent, newFrom, w, ssthresh)
+		case d >= newFrom && (n != 1 || rtx != 0):
 			t.Fatalf("duplicate %d sent %v; want one new segment (+1 per duplicate)", d, rs[k].sent)
 		}
 	}
@@ -366,7 +367,74 @@ func TestWireShadowRenoHalves(t *testing.T) {
 	if st := f.cli.Stats(); st.FastRecoveries != 1 || st.RTOs != 0 {
 		t.Fatalf("fast recoveries %d, RTOs %d; want 1, 0", st.FastRecoveries, st.RTOs)
 	}
-	t.Logf("window %d at the loss, ssthresh %d, retransmitted on duplicate %d", w, ssthresh, rtxAt)
+	t.Logf("window %d at the loss, ssthresh %d, new data again from duplicate %d", w, ssthresh, newFrom)
+}
+
+// TestWireShadowFastRetransmitAtThirdDup is a known answer for Shadow's
+// fast retransmission: the 40th of 300 segments is dropped under the
+// Shadow preset (lossTrace: 10 ms one way, the receiver's 10 Mbit/s
+// downlink spacing the duplicates 1.2 ms apart). The window at the loss
+// is 49 segments. Shadow's retransmit tally (tcp_retransmit_tally.cc,
+// retransmit_tally_update) marks the head lost on the third duplicate,
+// tcp_cong_reno.c halves the window on the same ACK (ssthresh = 49/2 + 1
+// = 25, cwnd = ssthresh + 3 = 28), and _tcp_flush sends the head at once,
+// since its sequence is below unacked + window: the retransmission leaves
+// at the instant the third duplicate arrives, 99.6736 ms, and
+// _tcp_retransmitPacket restarts the retransmission timer from there.
+// Comparing the window with the flight instead (48 segments, the head
+// presumed lost) held it back to the 24th duplicate, 25.2 ms later.
+func TestWireShadowFastRetransmitAtThirdDup(t *testing.T) {
+	cfg := ShadowConfig()
+	cfg.RecvBuffer = BufferSizes{4 << 20, 4 << 20, 4 << 20}
+	cfg.SendBuffer = cfg.RecvBuffer
+	cfg.Pacing = false
+	cfg.DelayedAck = DelAckOff
+	tn := newTestNet(t, cfg, netmodel.Config{}, link{}, link{down: 10e6, downQ: newDropQueue(40)})
+	f := tn.startFlow(0, 1, 80, 300*1460, 1)
+
+	// What the sender holds as the retransmission leaves, and when the
+	// duplicates of the ACK of the hole arrive.
+	type atRtx struct {
+		at, timerAt    des.Time
+		cwnd, ssthresh int
+	}
+	var rtxs []atRtx
+	var dupAt []des.Time
+	var lost SeqNum
+	sent := 0
+	tn.net.Node(0).SetTap(func(p *netmodel.Packet, now des.Time, out bool) {
+		h, ok := p.Hdr.(*Header)
+		switch {
+		case !ok || len(p.Payload) > 0 && !out:
+		case !out:
+			if sent >= 40 && h.Ack == lost && h.Flags&FlagSYN == 0 {
+				dupAt = append(dupAt, now) // the first is the ACK of the hole itself
+			}
+		case len(p.Payload) > 0:
+			if sent++; sent == 40 {
+				lost = h.Seq
+			} else if sent > 40 && h.Seq == lost {
+				s := &f.cli.snd
+				rtxs = append(rtxs, atRtx{now, f.cli.timerAt, s.cc.Cwnd(), s.cc.Ssthresh()})
+			}
+		}
+	})
+	tn.sim.RunUntil(30 * des.Second)
+	require.True(t, f.intact(), "transfer not intact")
+
+	require.Len(t, rtxs, 1, "one retransmission of the lost segment")
+	require.Greater(t, len(dupAt), 1+dupThresh)
+	third := dupAt[dupThresh]
+	require.Equal(t, 1200*des.Microsecond, dupAt[dupThresh]-dupAt[dupThresh-1], "duplicates 1.2 ms apart")
+	require.Equal(t, 99673600*des.Nanosecond, third, "the third duplicate arrives")
+	r := rtxs[0]
+	require.Equal(t, third, r.at, "the retransmission leaves as the third duplicate arrives")
+	require.Equal(t, 25, r.ssthresh, "ssthresh = 49/2 + 1")
+	require.Equal(t, 28, r.cwnd, "cwnd = ssthresh + 3")
+	require.Equal(t, r.at+f.cli.snd.rtt.current(), r.timerAt, "the retransmission restarts the timer")
+	st := f.cli.Stats()
+	require.Equal(t, uint64(1), uint64(st.FastRecoveries))
+	require.Equal(t, uint64(0), uint64(st.RTOs))
 }
 
 // TestWireRTO drops the last three segments of a transfer under the Linux
