@@ -1,51 +1,82 @@
 package tcp
 
 // ShadowRenoCC is the Reno of Shadow 3.x's legacy TCP stack, with the
-// constants of Shadow's tcp_cong_reno.c (docs/references.md, "Shadow"):
+// constants and state machine of Shadow's tcp_cong_reno.c
+// (docs/references.md, "Shadow"): three states, slow start, congestion
+// avoidance and fast recovery, each with its own handlers:
 //
-//   - initial window 10 segments, ssthresh infinite;
-//   - slow start: cwnd grows by the number of segments each ACK
-//     acknowledges; congestion avoidance: +1 per window acknowledged;
-//   - three duplicate ACKs: ssthresh = cwnd/2 + 1, cwnd = ssthresh + 3,
-//     +1 per further duplicate; the next ACK of new data sets
-//     cwnd = ssthresh and ends recovery (classic Reno: partial ACKs are
+//   - initial window 10 segments, ssthresh infinite, slow start;
+//   - slow start (ca_reno_slow_start_new_ack_ev_): cwnd grows by the
+//     segments each ACK acknowledges, capped at ssthresh; the ACK that
+//     reaches it moves to congestion avoidance, which counts the rest;
+//   - congestion avoidance (ca_reno_cong_avoid_new_ack_ev_): +1 per
+//     window acknowledged;
+//   - three duplicate ACKs in slow start or congestion avoidance
+//     (ca_reno_slow_start_duplicate_ack_ev_): ssthresh = cwnd/2 + 1,
+//     cwnd = ssthresh + 3, fast recovery, +1 per further duplicate
+//     (ca_reno_fast_recovery_duplicate_ack_ev_); the next ACK of new data
+//     (ca_reno_fast_recovery_new_ack_ev_) sets cwnd = ssthresh and hands
+//     its segments to congestion avoidance (classic Reno: partial ACKs are
 //     not recognised, a later hole needs three new duplicates);
-//   - retransmission timeout: ssthresh = cwnd/2 + 1, cwnd = 10 (not 1),
-//     on every expiry.
+//   - retransmission timeout (tcp_cong_reno_timeout_ev_): ssthresh =
+//     cwnd/2 + 1, cwnd = 10 (not 1), slow start, on every expiry; so when
+//     ssthresh is below 10 the next ACK lowers cwnd to ssthresh.
 //
-// Not modelled because the facts are not recorded: whether Shadow caps
-// slow start at ssthresh (here it does not: a stretch ACK may overshoot it
-// once, then congestion avoidance runs) and whether it checks that the
-// window was in use before growing it (here it does not, as classic Reno).
-// With SACK on, the duplicate-ACK inflation is left out (cwnd = ssthresh
-// during recovery), because the sender's flight then already excludes the
-// SACKed segments (RFC 6675).
+// Shadow does not check that the window was in use before growing it, nor
+// does this. With SACK on (not Shadow's preset), the duplicate-ACK
+// inflation is left out (cwnd = ssthresh during recovery), because the
+// sender's flight then already excludes the SACKed segments (RFC 6675).
 type ShadowRenoCC struct {
 	iw, cwnd, ssthresh int
 	caCount            int
+	slowStart          bool
 	inflate            bool
 }
 
 // NewShadowReno returns Shadow's Reno with initial window iw.
 func NewShadowReno(iw int, sack bool) *ShadowRenoCC {
-	return &ShadowRenoCC{iw: iw, cwnd: iw, ssthresh: InfiniteSsthresh, inflate: !sack}
+	return &ShadowRenoCC{iw: iw, cwnd: iw, ssthresh: InfiniteSsthresh, slowStart: true, inflate: !sack}
 }
 
-func (c *ShadowRenoCC) Name() string                 { return ShadowReno }
-func (c *ShadowRenoCC) Cwnd() int                    { return c.cwnd }
-func (c *ShadowRenoCC) Ssthresh() int                { return c.ssthresh }
-func (c *ShadowRenoCC) SetWindow(cwnd, ssthresh int) { c.cwnd, c.ssthresh = cwnd, ssthresh }
-func (c *ShadowRenoCC) Classic() bool                { return true }
+func (c *ShadowRenoCC) Name() string  { return ShadowReno }
+func (c *ShadowRenoCC) Cwnd() int     { return c.cwnd }
+func (c *ShadowRenoCC) Ssthresh() int { return c.ssthresh }
+func (c *ShadowRenoCC) Classic() bool { return true }
 
+func (c *ShadowRenoCC) SetWindow(cwnd, ssthresh int) {
+	c.cwnd, c.ssthresh = cwnd, ssthresh
+	c.slowStart = cwnd < ssthresh
+}
+
+// OnAck is ca_reno_slow_start_new_ack_ev_ in slow start: the segments
+// acknowledged beyond ssthresh go to congestion avoidance.
 func (c *ShadowRenoCC) OnAck(ev *AckEvent) {
 	n := ev.Acked
 	if n <= 0 {
 		return
 	}
-	if c.cwnd < c.ssthresh {
-		c.cwnd += n
-		return
+	if c.slowStart {
+		if c.cwnd+n < c.ssthresh {
+			c.cwnd += n
+			return
+		}
+		n = c.cwnd + n - c.ssthresh
+		c.cwnd = c.ssthresh
+		c.toCongAvoid()
 	}
+	c.congAvoid(n)
+}
+
+// toCongAvoid is Shadow's transition_to_cong_avoid, less the segments it
+// hands on (the caller's congAvoid).
+func (c *ShadowRenoCC) toCongAvoid() {
+	c.slowStart = false
+	c.caCount = 0
+}
+
+// congAvoid is ca_reno_cong_avoid_new_ack_ev_: one segment per window of
+// segments acknowledged.
+func (c *ShadowRenoCC) congAvoid(n int) {
 	c.caCount += n
 	for c.caCount >= c.cwnd {
 		c.caCount -= c.cwnd
@@ -59,6 +90,7 @@ func (c *ShadowRenoCC) EnterRecovery(ev *AckEvent) {
 	if c.inflate {
 		c.cwnd += 3
 	}
+	c.slowStart = false
 	c.caCount = 0
 }
 
@@ -68,13 +100,17 @@ func (c *ShadowRenoCC) RecoveryAck(ev *AckEvent) {
 	}
 }
 
+// ExitRecovery is ca_reno_fast_recovery_new_ack_ev_: cwnd = ssthresh,
+// then congestion avoidance counts the segments the ACK acknowledged.
 func (c *ShadowRenoCC) ExitRecovery(ev *AckEvent) {
 	c.cwnd = c.ssthresh
-	c.caCount = 0
+	c.toCongAvoid()
+	c.congAvoid(max(ev.Acked, 0))
 }
 
 func (c *ShadowRenoCC) OnRTO(ev *AckEvent, reduce bool) {
 	c.ssthresh = c.cwnd/2 + 1
 	c.cwnd = c.iw
+	c.slowStart = true
 	c.caCount = 0
 }

@@ -32,10 +32,10 @@ func TestShadowRenoRules(t *testing.T) {
 	check("+1 per further duplicate", 26, 21)
 	c.ExitRecovery(&AckEvent{Acked: 1})
 	check("new ACK: cwnd = ssthresh", 21, 21)
-	for range 20 {
+	for range 19 {
 		c.OnAck(&AckEvent{Acked: 1})
 	}
-	check("avoidance: 20 of 21 acked", 21, 21)
+	check("avoidance: 20 of 21 acked, one by the ACK that ended recovery", 21, 21)
 	c.OnAck(&AckEvent{Acked: 1})
 	check("avoidance: +1 per window", 22, 21)
 	c.OnAck(&AckEvent{Acked: 44})
@@ -44,6 +44,28 @@ func TestShadowRenoRules(t *testing.T) {
 	check("timeout: ssthresh = cwnd/2+1, cwnd = 10", 10, 12)
 	c.OnRTO(&AckEvent{}, false)
 	check("every timeout halves again", 10, 6)
+	c.OnAck(&AckEvent{Acked: 1})
+	check("slow start after a timeout: cwnd capped at ssthresh, even below 10", 6, 6)
+	c.OnAck(&AckEvent{Acked: 1})
+	check("avoidance: the 5 segments over ssthresh and this one make a window", 7, 6)
+
+	// Slow start stops at ssthresh; a stretch ACK's excess goes to
+	// congestion avoidance (ca_reno_slow_start_new_ack_ev_).
+	c = NewShadowReno(10, false)
+	c.OnAck(&AckEvent{Acked: 30})
+	c.EnterRecovery(&AckEvent{Dup: true})
+	c.OnRTO(&AckEvent{}, true)
+	check("timeout in recovery: ssthresh = 24/2+1", 10, 13)
+	c.OnAck(&AckEvent{Acked: 2})
+	check("slow start", 12, 13)
+	c.OnAck(&AckEvent{Acked: 5})
+	check("stretch ACK: capped at ssthresh", 13, 13)
+	c.OnAck(&AckEvent{Acked: 9})
+	check("avoidance: 4 over ssthresh and 9 make a window of 13", 14, 13)
+	c.EnterRecovery(&AckEvent{Dup: true})
+	check("three duplicates", 11, 8)
+	c.ExitRecovery(&AckEvent{Acked: 40})
+	check("leaving recovery: cwnd = ssthresh, then 40 acked in avoidance (8+9+10+11)", 12, 8)
 
 	s := NewShadowReno(10, true)
 	s.OnAck(&AckEvent{Acked: 30})
@@ -56,7 +78,10 @@ func TestShadowRenoRules(t *testing.T) {
 
 // TestShadowRenoFastRetransmit drops one segment of a bulk transfer under
 // the Shadow profile: three duplicate ACKs retransmit it (no timeout), and
-// the window after recovery is exactly cwnd/2+1 of the window at the loss.
+// the window after recovery is ssthresh = W/2+1 of the window W at the
+// loss, plus one: the ACK that ends recovery acknowledges the W segments,
+// which congestion avoidance counts (ca_reno_fast_recovery_new_ack_ev_),
+// and W/2+1 <= W < 2(W/2+1).
 func TestShadowRenoFastRetransmit(t *testing.T) {
 	rec := &ccRecorder{}
 	cfg := ShadowConfig()
@@ -77,7 +102,7 @@ func TestShadowRenoFastRetransmit(t *testing.T) {
 		t.Fatalf("recoveries entered %d, left %d", len(rec.enter), len(rec.exit))
 	}
 	w := rec.enter[0].cwndBefore
-	if rec.enter[0].cwndAfter != w/2+1+3 || rec.exit[0].cwndAfter != w/2+1 {
-		t.Fatalf("loss at cwnd %d: recovery window %d, after %d; want %d and %d", w, rec.enter[0].cwndAfter, rec.exit[0].cwndAfter, w/2+4, w/2+1)
+	if rec.enter[0].cwndAfter != w/2+1+3 || rec.exit[0].cwndAfter != w/2+2 {
+		t.Fatalf("loss at cwnd %d: recovery window %d, after %d; want %d and %d", w, rec.enter[0].cwndAfter, rec.exit[0].cwndAfter, w/2+4, w/2+2)
 	}
 }

@@ -324,13 +324,14 @@ func flightAfter(rs []ackResp, i int, nxt SeqNum) int {
 // (Shadow's Reno, no SACK, no pacing). With W segments in flight at the
 // loss, Shadow's rule is ssthresh = W/2 + 1 and cwnd = ssthresh + 3 on
 // the third duplicate, +1 per further duplicate, cwnd = ssthresh on the
-// next new ACK (tcp_cong_reno.c). On the wire, as Shadow's _tcp_flush
+// next new ACK, whose W segments congestion avoidance then counts, one
+// more segment (tcp_cong_reno.c). On the wire, as Shadow's _tcp_flush
 // sends: the third duplicate sends the retransmission alone (the head is
 // below snd_una + cwnd whatever the flight); no new segment leaves while
 // the W segments above snd_una fill the window, that is until duplicate
 // W − ssthresh, where cwnd = ssthresh + d first exceeds W; every later
 // duplicate releases one new segment; and after the ACK that ends recovery
-// exactly ssthresh = W/2 + 1 segments are in flight.
+// exactly ssthresh + 1 = W/2 + 2 segments are in flight.
 func TestWireShadowRenoHalves(t *testing.T) {
 	cfg := ShadowConfig()
 	// Neither the receiver's window nor the send buffer limits.
@@ -361,8 +362,8 @@ func TestWireShadowRenoHalves(t *testing.T) {
 	if !rs[end].ack.ack.After(lost) {
 		t.Fatalf("ACK after the duplicates %v does not acknowledge the hole", rs[end].ack)
 	}
-	if got := flightAfter(rs, end, lost); got != ssthresh {
-		t.Fatalf("window %d at the loss: %d segments in flight after recovery; want %d = W/2 + 1\n%s", w, got, ssthresh, tr)
+	if got := flightAfter(rs, end, lost); got != ssthresh+1 {
+		t.Fatalf("window %d at the loss: %d segments in flight after recovery; want %d = W/2 + 2\n%s", w, got, ssthresh+1, tr)
 	}
 	if st := f.cli.Stats(); st.FastRecoveries != 1 || st.RTOs != 0 {
 		t.Fatalf("fast recoveries %d, RTOs %d; want 1, 0", st.FastRecoveries, st.RTOs)
