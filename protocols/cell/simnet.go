@@ -29,7 +29,7 @@ var SimnetNotModelled = []string{
 	"IPv4 and UDP headers in link rates (UDP payload bytes only)",
 	"socket send buffers (writes never block) and receive buffers in bytes (32 datagrams, blocking the link)",
 	"random loss",
-	"queue statistics and queue drops (the record's queues and drops are empty)",
+	"queue sojourn times and backlogs (the record's queue delays and max_backlog_packets read 0; drops and packet counts are counted from outside simnet, transports/simnet's tracker.go)",
 	"TCP",
 	"setup quantum",
 	"reproducible runs from a seed (a goroutine per link, random flow hashing)",
@@ -105,19 +105,33 @@ func (d *driver) networkSimnet() error {
 }
 
 // readSimnet adds each node's simnet endpoint counters to v (what the
-// endpoint wrote and was delivered, UDP payload bytes), and, with readAll,
-// an empty queue statistic per node and direction: simnet counts nothing
-// of its queues.
+// endpoint wrote and was delivered, UDP payload bytes) with its drops: its
+// links' CoDel drops as queue drops and its packets to an address with no
+// endpoint as noport drops, as transports/simnet counts them from outside
+// simnet (Network.Counts). With readAll it adds each link's packet counts
+// as a queue statistic per node and direction: enqueued, dequeued (out of
+// the link) and the CoDel drops as AQM drops; simnet measures no sojourn
+// times or backlogs, which stay 0.
 func (d *driver) readSimnet(v *view, what reading) {
 	for i := range d.sn.Len() {
 		s := d.sn.Stats(i)
-		v.net = append(v.net, netmodel.Counters{
+		up, down, noport := d.sn.Counts(i)
+		c := netmodel.Counters{
 			SentPackets: uint64(s.PacketsSent), SentBytes: uint64(s.BytesSent),
 			RecvPackets: uint64(s.PacketsRcvd), RecvBytes: uint64(s.BytesRcvd),
-		})
+		}
+		c.Drops[netmodel.DropQueue] = up.Dropped + down.Dropped
+		c.Drops[netmodel.DropNoPort] = noport
+		v.net = append(v.net, c)
 		if what == readAll {
-			v.up = append(v.up, &queues.Stats{})
-			v.down = append(v.down, &queues.Stats{})
+			for _, l := range []struct {
+				c  simnet.LinkCounts
+				to *[]*queues.Stats
+			}{{up, &v.up}, {down, &v.down}} {
+				q := &queues.Stats{Enqueued: l.c.In, Dequeued: l.c.Out}
+				q.Drops[queues.DropAQM] = l.c.Dropped
+				*l.to = append(*l.to, q)
+			}
 		}
 	}
 }

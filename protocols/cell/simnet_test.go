@@ -21,8 +21,8 @@ func simnetCell(backend string) Config {
 // TestCellOnSimnet: a 20-node cell on simnet (github.com/marcopolo/simnet
 // v0.0.7, the study's harness network) completes at every receiver; its
 // record names the backend and what simnet does not model, and carries
-// simnet's endpoint counts. The same cell on uplink's model, the harness
-// profile, is logged beside it.
+// simnet's endpoint counts and its links' packet and drop counts. The
+// same cell on uplink's model, the harness profile, is logged beside it.
 func TestCellOnSimnet(t *testing.T) {
 	recs := map[string]*Record{}
 	for _, backend := range []string{BackendSimnet, ""} {
@@ -44,7 +44,14 @@ func TestCellOnSimnet(t *testing.T) {
 	require.Positive(t, sn.SimPackets)
 	require.GreaterOrEqual(t, sn.PubBytes, uint64(256<<10))
 	require.GreaterOrEqual(t, sn.PubWireBytes, uint64(256<<10), "the publisher's endpoint wrote one payload at least")
-	require.Zero(t, sn.Queues["uplink"].Enqueued)
+	for _, dir := range []string{"uplink", "downlink"} {
+		q := sn.Queues[dir]
+		require.Positive(t, q.Dequeued, "simnet's %s counts", dir)
+		require.GreaterOrEqual(t, q.Enqueued, q.Dequeued+q.Drops["aqm"], "simnet's %s: in ≥ out + dropped", dir)
+		t.Logf("simnet %s: %d enqueued, %d dequeued, %d CoDel drops", dir, q.Enqueued, q.Dequeued, q.Drops["aqm"])
+	}
+	require.LessOrEqual(t, sn.Drops["queue"], sn.Queues["uplink"].Drops["aqm"]+sn.Queues["downlink"].Drops["aqm"], "drops from the publish, queue drops from the network's start")
+	require.Zero(t, sn.Drops["noport"])
 	require.NotEqual(t, up.Key, sn.Key)
 	for _, r := range []struct {
 		name string

@@ -64,10 +64,11 @@
 //     (32 datagrams, blocking the link; no sockbuf-max, no recv-slots or
 //     recv-block choice).
 //   - Loss: none; no random loss, no per-pair loss.
-//   - Counters: no queue statistics (sojourn times, CoDel drops are not
-//     counted) and no drop counters but the router's unknown-destination
-//     drops, which it logs and Dropped counts; per endpoint only the bytes
-//     and datagrams written and delivered (SimConn.Stats).
+//   - Counters: simnet counts, per endpoint, the bytes and datagrams
+//     written and delivered (SimConn.Stats), and nothing of its queues: its
+//     CoDel's drop (codel.go, coDelQueue.drop) is an empty function. Drops
+//     are counted here from outside (tracker.go): per link, the packets in,
+//     out and dropped, and no sojourn times or backlogs.
 //   - TCP: simnet carries datagrams only; uplink's TCP model and the
 //     libp2p TCP transport have no simnet counterpart here.
 //   - Reproducibility: simnet runs a goroutine per link direction and one
@@ -92,6 +93,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,9 +118,10 @@ type Config struct {
 // Network is a started simnet network with one endpoint per node.
 type Network struct {
 	sim   *sn.Simnet
-	conns []*sn.SimConn
+	conns []*Conn
 	addrs []*net.UDPAddr
 	drops *dropCounter
+	t     *tracker
 }
 
 // New builds and starts the network. It checks that the rates are within
@@ -139,15 +142,23 @@ func New(cfg Config) (*Network, error) {
 			}
 		}
 	}
+	t, err := newTracker(n, cfg.Port)
+	if err != nil {
+		return nil, err
+	}
 	drops := &dropCounter{}
-	nw := &Network{drops: drops}
+	nw := &Network{drops: drops, t: t}
 	nw.sim = &sn.Simnet{
 		LatencyFunc: func(p *sn.Packet) time.Duration {
 			from, to := NodeOf(p.From), NodeOf(p.To)
-			if from < 0 || from >= n || to < 0 || to >= n {
-				return 0 // the router drops it: no endpoint has the address
+			var lat time.Duration
+			if from >= 0 && from < n && to >= 0 && to < n {
+				lat = cfg.OneWay(from, to).Duration()
+			} // else the router drops it: no endpoint has the address
+			if from >= 0 && from < n {
+				t.left(p, from, lat)
 			}
-			return cfg.OneWay(from, to).Duration()
+			return lat
 		},
 		Logger: slog.New(drops),
 	}
@@ -157,7 +168,7 @@ func New(cfg Config) (*Network, error) {
 			Uplink:   sn.LinkSettings{BitsPerSecond: int(cfg.Up[i])},
 			Downlink: sn.LinkSettings{BitsPerSecond: int(cfg.Down[i])},
 		})
-		nw.conns = append(nw.conns, c)
+		nw.conns = append(nw.conns, &Conn{SimConn: c, node: i, t: t})
 		nw.addrs = append(nw.addrs, a)
 	}
 	nw.sim.Start()
@@ -194,7 +205,7 @@ func (nw *Network) Len() int { return len(nw.conns) }
 
 // Conn is node i's endpoint. Closing it closes the node's socket, not its
 // links.
-func (nw *Network) Conn(i int) *sn.SimConn { return nw.conns[i] }
+func (nw *Network) Conn(i int) *Conn { return nw.conns[i] }
 
 // Addr is node i's address, the one its endpoint is registered under.
 func (nw *Network) Addr(i int) *net.UDPAddr { return nw.addrs[i] }
@@ -202,6 +213,38 @@ func (nw *Network) Addr(i int) *net.UDPAddr { return nw.addrs[i] }
 // Stats are node i's endpoint counters: the bytes and datagrams it wrote
 // and those its downlink delivered to it (UDP payload bytes).
 func (nw *Network) Stats(i int) sn.ConnStats { return nw.conns[i].Stats() }
+
+// LinkCounts are one link direction's packet counts since New: in (for an
+// uplink, written by the node; for a downlink, handed to it by the router,
+// whose hand-off instant is the packet's exit from the uplink plus the
+// pair's latency), out (left the uplink for the router; delivered to the
+// node's receive channel) and dropped by its fq_codel (CoDel, the only drop
+// simnet's links make). In − Out − Dropped is the packets still in the link
+// plus those it dropped that no later packet of their flow has yet passed
+// (tracker.go).
+type LinkCounts struct {
+	In, Out, Dropped uint64
+}
+
+// Counts are node i's uplink and downlink counts, and the packets it sent
+// to an address with no endpoint (NoPort: simnet's router drops them),
+// counted when they left its uplink. They are exact when read at an
+// instant every goroutine of the network has run (synctest.Wait): the
+// router has then handed every packet due to its downlink, and each
+// receive channel has been read.
+func (nw *Network) Counts(i int) (up, down LinkCounts, noport uint64) {
+	t := nw.t
+	t.arrived()
+	up = LinkCounts{In: t.up[i].in.Load(), Out: t.up[i].out.Load(), Dropped: t.up[i].dropped.Load()}
+	down = LinkCounts{In: t.down[i].in.Load(), Out: uint64(nw.conns[i].Stats().PacketsRcvd), Dropped: t.down[i].dropped.Load()}
+	return up, down, t.noport[i].Load()
+}
+
+// Unmatched is the number of packets seen leaving an uplink or read that
+// matched no packet written in their flow (0 but for a datagram equal to
+// another in flight, or read truncated): their flows' drops may be
+// miscounted.
+func (nw *Network) Unmatched() uint64 { return nw.t.unmatched.Load() }
 
 // Dropped is the number of packets simnet's router dropped because no
 // endpoint had the destination address.
@@ -215,6 +258,34 @@ func (nw *Network) Close() {
 		c.Close()
 	}
 	nw.sim.Close()
+}
+
+// Conn is a node's endpoint, a simnet SimConn whose writes and reads the
+// network's drop counting sees.
+type Conn struct {
+	*sn.SimConn
+	node int
+	t    *tracker
+	wmu  sync.Mutex // keeps the node's writes in the order the counting records them
+}
+
+// WriteTo writes p to addr through the node's uplink.
+func (c *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	tk := c.t.write(c.node, p, addr)
+	n, err := c.SimConn.WriteTo(p, addr)
+	c.t.wrote(tk, err)
+	return n, err
+}
+
+// ReadFrom reads the next datagram the node's downlink delivered.
+func (c *Conn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, addr, err := c.SimConn.ReadFrom(p)
+	if err == nil {
+		c.t.readBy(c.node, p[:n], addr)
+	}
+	return n, addr, err
 }
 
 // dropCounter is the slog handler of simnet's logger: the only records
