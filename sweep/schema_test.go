@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,7 +38,7 @@ func TestParseRecordSchema(t *testing.T) {
 	require.NoError(t, CheckRecord(old))
 
 	_, err = ParseRecord([]byte(`{"schema":99,"key":"k","arm":"wholend"}`))
-	require.EqualError(t, err, "record schema 99 is newer than this uplink's (1): update uplink")
+	require.EqualError(t, err, fmt.Sprintf("record schema 99 is newer than this uplink's (%d): update uplink", cell.RecordSchema))
 	var se *cell.SchemaError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, 99, se.Schema)
@@ -51,19 +52,19 @@ func TestCheckRecordSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, CheckRecord(r))
 	r.Schema = 99
-	require.EqualError(t, CheckRecord(r), "record schema 99 is newer than this uplink's (1): update uplink")
+	require.EqualError(t, CheckRecord(r), fmt.Sprintf("record schema 99 is newer than this uplink's (%d): update uplink", cell.RecordSchema))
 	r.Schema = 0
-	require.ErrorContains(t, CheckRecord(r), "record schema 0 is older than this uplink's (1) and was not migrated")
+	require.ErrorContains(t, CheckRecord(r), fmt.Sprintf("record schema 0 is older than this uplink's (%d) and was not migrated", cell.RecordSchema))
 
 	path := filepath.Join(t.TempDir(), "r.jsonl")
-	newer := `{"schema":2,"key":"n","arm":"wholend","profile":"harness","version":"v9","n":5,"total":4,"completed":4,"payload_bytes":1024}`
+	newer := `{"schema":99,"key":"n","arm":"wholend","profile":"harness","version":"v9","n":5,"total":4,"completed":4,"payload_bytes":1024}`
 	require.NoError(t, os.WriteFile(path, []byte(schema0Line+"\n"+newer+"\n"+schema1Line+"\n"), 0o644))
 	n, problems, err := CheckFile(path)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Len(t, problems, 1)
 	require.Equal(t, 2, problems[0].Line)
-	require.ErrorContains(t, problems[0].Err, "record schema 2 is newer")
+	require.ErrorContains(t, problems[0].Err, "record schema 99 is newer")
 
 	recs, rep, err := Merge([]string{path})
 	require.NoError(t, err)

@@ -275,7 +275,7 @@ func TestPhaseRulesFork(t *testing.T) {
 		var dups, ihaves [2]int // fork, prose
 		for _, seed := range []uint64{7, 8} {
 			fork := armCell(t, "atuned_32k", func(c *Config) { c.Seed = seed; c.PerNode = true })
-			prose := armCell(t, "atuned_32k", func(c *Config) { c.Seed = seed; c.Profile.PhaseRules = ""; c.PerNode = true })
+			prose := armCell(t, "atuned_32k", func(c *Config) { c.Seed = seed; c.Profile.PhaseRules = PhaseRulesProse; c.PerNode = true })
 			if fork.Completed != 29 || prose.Completed != 29 {
 				t.Fatalf("seed %d: completed %d (fork), %d (prose) of 29", seed, fork.Completed, prose.Completed)
 			}

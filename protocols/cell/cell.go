@@ -7,14 +7,10 @@ package cell
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -157,6 +153,9 @@ const (
 	routerMixed
 )
 
+// defaultMeshTimeout is Config.MeshTimeout's default.
+const defaultMeshTimeout = 60 * des.Second
+
 // Defaults fills the zero fields with the study's values.
 func (c *Config) Defaults() {
 	if c.Arm == "" {
@@ -178,76 +177,16 @@ func (c *Config) Defaults() {
 		c.Deadline = 3 * des.Second
 	}
 	if c.MeshTimeout == 0 {
-		c.MeshTimeout = 60 * des.Second
+		c.MeshTimeout = defaultMeshTimeout
 	}
 	if c.Gossip.D == 0 {
 		c.Gossip = StudyGossip()
 	}
 }
 
-// shadowFIFOOrder is the revision of how Shadow's fifo orders TCP
-// segments, part of the key of the cells it affects (see Key): 0, a plain
-// FIFO in the order windows released segments; 1, Shadow's write-time
-// packet priorities (queues.ShadowFIFO, transports/tcp/prio.go).
-const shadowFIFOOrder = 1
-
-// simnetIdleReset is the revision of simnet's fq_codel (the harness
-// profile's) hashed into the key of every cell that uses it (see Key): 1,
-// the queue discards a flow's CoDel state when the flow runs empty
-// (queues.FQCoDelConfig.ResetIdle).
-const simnetIdleReset = 1
-
-// Key identifies the cell run: a hash of every setting that can change its
-// result (arm, seed, size, topology, profile and knobs, gossip, window,
-// modes), not of how it is run (progress, cores, verification, version).
-// Records carry it, so a rerun can skip cells it already has. A TCP cell
-// with a Shadow fifo anywhere also hashes shadowFIFOOrder, so that a
-// record of another revision of that order is not reused as a current one
-// (QUIC cells are unaffected: their one UDP socket sends in order either
-// way).
-// A cell with simnet's fq_codel anywhere hashes simnetIdleReset the same
-// way. The phase-rules knob is left out of the key of arms that do not
-// use the phase router, and topic-mesh-wait out of that of arms with one
-// topic: neither can change their cells.
-func (c Config) Key() string {
-	c.Defaults()
-	c.Progress, c.SetupProcs, c.Version, c.PerNode, c.Verify, c.PhaseHook, c.Wait = nil, 0, "", false, false, nil, nil
-	c.ProgressEvery, c.Watch = 0, nil
-	c.Trace, c.Captures, c.Outputs = nil, nil, Outputs{}
-	if c.Partitions <= 1 {
-		c.Partitions = 0
-	}
-	if arm, err := arms.LookupArm(c.Arm); err == nil {
-		if _, phased := arm.Policy(c.Payload); !phased {
-			c.Profile.PhaseRules = "" // no phase router: the rules change nothing
-		}
-		if arm.Variant != arms.VariantC {
-			c.Profile.TopicMeshWait = "" // one topic: the wait is the same
-		}
-	}
-	var v struct {
-		Config
-		ShadowFIFOOrder int `json:",omitempty"`
-		SimnetIdleReset int `json:",omitempty"`
-	}
-	v.Config = c
-	if c.Transport == "tcp" && c.usesQdisc("shadow-fifo") {
-		v.ShadowFIFOOrder = shadowFIFOOrder
-	}
-	if c.usesQdisc("profile=simnet") {
-		v.SimnetIdleReset = simnetIdleReset
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Config holds only plain data; this cannot fail.
-		panic(fmt.Sprintf("cell: config key: %v", err))
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:12])
-}
-
-// usesQdisc reports whether any queue spec of the cell contains sub.
-func (c *Config) usesQdisc(sub string) bool {
+// qdiscSpecs are the queue specs the cell's queues are drawn from: the
+// profile's and any per-node assignment's.
+func (c *Config) qdiscSpecs() []string {
 	specs := []string{c.Profile.UpQdisc, c.Profile.DownQdisc, c.Profile.HostQdisc}
 	if q := c.Qdiscs; q != nil {
 		for _, m := range []*QdiscMap{q.Uplink, q.Downlink} {
@@ -259,12 +198,7 @@ func (c *Config) usesQdisc(sub string) bool {
 			}
 		}
 	}
-	for _, s := range specs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
+	return specs
 }
 
 func (c *Config) validate() error {
@@ -304,7 +238,7 @@ func (c *Config) validate() error {
 		switch {
 		case err != nil:
 			return fmt.Errorf("knob first-heartbeat=%q: %w", fh, err)
-		case c.Profile.RouterStart != RouterBeforeDial:
+		case c.Profile.routerStart() != RouterBeforeDial:
 			return fmt.Errorf("knob first-heartbeat=%s needs router-start=before-dial: after the dial the routers start as the nodes subscribe, so their first heartbeat always comes %v later", fh, pubsub.GossipSubHeartbeatInitialDelay)
 		case d >= c.Gossip.Heartbeat:
 			return fmt.Errorf("knob first-heartbeat=%s: want less than the heartbeat interval, %v", fh, c.Gossip.Heartbeat)

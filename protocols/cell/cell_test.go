@@ -1,8 +1,6 @@
 package cell
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/stretchr/testify/require"
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
@@ -75,46 +74,44 @@ func everyProfile(t *testing.T, knob, want string) {
 }
 
 // TestRouterStartKnob: every profile starts its routers before the dial,
-// as the study's harness builder and Shadow node do; after-dial is stored
-// as the empty value, so an after-dial cell has the key of a profile
-// without the field; and the two orders are different cells.
+// as the study's harness builder and Shadow node do, and so does a
+// hand-built Profile without the field; after-dial is stored as itself;
+// and the two orders are different cells.
 func TestRouterStartKnob(t *testing.T) {
 	everyProfile(t, "router-start", RouterBeforeDial)
+	require.Equal(t, RouterBeforeDial, (&Profile{}).Knobs()["router-start"])
 	p, _ := LookupProfile("harness")
 	base := Config{N: 10, Degree: 4, Payload: 1, Profile: p}
 	before := base.Key()
 	if err := p.Set("router-start", RouterAfterDial); err != nil || p.Knobs()["router-start"] != RouterAfterDial {
 		t.Fatalf("set after-dial: %v, %v", err, p.Knobs()["router-start"])
 	}
-	if p.RouterStart != "" {
-		t.Fatalf("after-dial stored as %q; want the empty value", p.RouterStart)
-	}
+	require.Equal(t, RouterAfterDial, p.RouterStart)
 	after := base
 	after.Profile = p
 	if after.Key() == before {
 		t.Fatal("after-dial and before-dial must be different cells")
 	}
-	old := base
-	old.Profile.RouterStart = "" // a profile without the field
-	if old.Key() != after.Key() {
-		t.Fatal("after-dial set explicitly does not match the key of a profile without the field")
-	}
+	unset := base
+	unset.Profile.RouterStart = "" // a profile without the field
+	require.Equal(t, before, unset.Key(), "a profile without router-start is a before-dial cell")
 	if err := p.Set("router-start", "at-dawn"); err == nil || !strings.Contains(err.Error(), "before-dial") {
 		t.Fatalf("an unknown router-start: %v; want an error listing the values", err)
 	}
 }
 
-// TestPhaseRulesKnob: every profile runs the study's fork rules; prose is
-// stored as the empty value, so a prose cell has the key of a profile
-// without the field; the two are different cells for a phase arm, and the
-// same cell for an arm without the phase router; the record names the
-// rules in its policy.
+// TestPhaseRulesKnob: every profile runs the study's fork rules, and so
+// does a hand-built Profile without the field; prose is stored as
+// itself; the two are different cells for a phase arm, and the same cell
+// for an arm without the phase router; the record names the rules in its
+// policy.
 func TestPhaseRulesKnob(t *testing.T) {
 	everyProfile(t, "phase-rules", PhaseRulesFork)
+	require.Equal(t, PhaseRulesFork, (&Profile{}).Knobs()["phase-rules"])
 	fork, _ := LookupProfile("harness")
 	prose := fork
-	if err := prose.Set("phase-rules", PhaseRulesProse); err != nil || prose.PhaseRules != "" {
-		t.Fatalf("set prose: %v, stored %q; want the empty value", err, prose.PhaseRules)
+	if err := prose.Set("phase-rules", PhaseRulesProse); err != nil || prose.PhaseRules != PhaseRulesProse {
+		t.Fatalf("set prose: %v, stored %q", err, prose.PhaseRules)
 	}
 	for _, c := range []struct {
 		arm    string
@@ -282,18 +279,18 @@ func TestSmallWholeMessageCell(t *testing.T) {
 		{"harness-before-dial", "harness", "quic", 256 << 10, 0, RouterBeforeDial, 14, ""},
 		// Subscribing where the next heartbeat is 50 ms off.
 		{"harness-first-heartbeat", "harness", "quic", 256 << 10, 0, RouterBeforeDial, 14, "50ms"},
-		{"harness", "harness", "quic", 256 << 10, 0, "", 10, ""},
+		{"harness", "harness", "quic", 256 << 10, 0, RouterAfterDial, 10, ""},
 		// A setup quantum rounds what real code sees during setup only.
 		// Degree 14: at degree 10 this cell once left a node outside
 		// [Dlo, Dhi] for the whole mesh timeout in a full CI run (0 of 60
 		// runs alone), the rare stall described above.
-		{"harness-setup-quantum", "harness", "quic", 256 << 10, des.Millisecond, "", 14, ""},
-		{"shadow", "shadow", "quic", 256 << 10, 0, "", 10, ""},
-		{"shadow-tcp", "shadow", "tcp", 256 << 10, 0, "", 10, ""},
+		{"harness-setup-quantum", "harness", "quic", 256 << 10, des.Millisecond, RouterAfterDial, 14, ""},
+		{"shadow", "shadow", "quic", 256 << 10, 0, RouterAfterDial, 10, ""},
+		{"shadow-tcp", "shadow", "tcp", 256 << 10, 0, RouterAfterDial, 10, ""},
 		// Linux's socket-buffer cap with a 1 MiB payload: the writers of
 		// a host's QUIC connections block on its shared UDP socket (a lost
 		// wake-up once stalled this cell for ever).
-		{"kernel", "kernel", "quic", 1 << 20, 0, "", 10, ""},
+		{"kernel", "kernel", "quic", 1 << 20, 0, RouterAfterDial, 10, ""},
 	} {
 		prof, quantum, start, degree, firstHB := c.prof, c.quantum, c.routerStart, c.degree, c.firstHB
 		t.Run(c.name, func(t *testing.T) {
@@ -514,69 +511,37 @@ func TestMeshLatency(t *testing.T) {
 	}
 }
 
-// plainKey is Config.Key without the model-version fields: the key of
-// the same config before those models changed. Like Key, it leaves the
-// phase rules out for an arm without the phase router (all these tests'
-// cells: the whole message).
-func plainKey(t *testing.T, c Config) string {
-	t.Helper()
-	c.Defaults()
-	if c.Arm != "whole" && c.Arm != "wholend" {
-		t.Fatalf("plainKey: arm %q; only the whole message", c.Arm)
-	}
-	c.Profile.PhaseRules = ""
-	b, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:12])
-}
-
-// TestKeyShadowFIFOOrder: a TCP cell behind a Shadow fifo (the shadow
-// profile, or one node's queue file) gets a key of its own, so that
-// records from before Shadow's fifo ordered by write time are not reused;
-// QUIC cells and TCP cells without a Shadow fifo keep the key they had
-// (the plain hash of the config).
-func TestKeyShadowFIFOOrder(t *testing.T) {
-	plain := func(c Config) string { return plainKey(t, c) }
+// TestKeyRevisions: a cell's key holds the revision of each part of the
+// model it uses, and only those: Shadow's fifo order for TCP cells behind
+// a Shadow fifo (the shadow profile, or one node's queue file), simnet's
+// fq_codel wherever it is, and Shadow's Reno recovery for TCP cells with
+// cc shadow-reno. A QUIC cell under the shadow profile and a kernel cell
+// use none.
+func TestKeyRevisions(t *testing.T) {
 	shadow, _ := LookupProfile("shadow")
 	kernel, _ := LookupProfile("kernel")
-	quic := Config{N: 4, Degree: 2, Payload: 1, Profile: shadow}
-	if quic.Key() != plain(quic) {
-		t.Error("a QUIC cell under the shadow profile changed its key")
-	}
-	k := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kernel}
-	if k.Key() != plain(k) {
-		t.Error("a TCP cell without a Shadow fifo changed its key")
-	}
-	s := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: shadow}
-	if s.Key() == plain(s) {
-		t.Error("a TCP cell under the shadow profile kept the key of the old fifo order")
-	}
-	k.Qdiscs = &NodeQdiscs{Uplink: &QdiscMap{Default: "pfifo", Nodes: map[string]string{"3": "shadow-fifo"}}}
-	if k.Key() == plain(k) {
-		t.Error("a TCP cell with one node behind a Shadow fifo kept its old key")
-	}
-}
-
-// TestKeySimnetIdleReset: every cell with simnet's fq_codel (the harness
-// profile) gets a new key since that queue resets an idle flow's CoDel
-// state, so records of the old queue are not reused; others keep theirs.
-func TestKeySimnetIdleReset(t *testing.T) {
-	plain := func(c Config) string { return plainKey(t, c) }
 	harness, _ := LookupProfile("harness")
-	kernel, _ := LookupProfile("kernel")
-	h := Config{N: 4, Degree: 2, Payload: 1, Profile: harness}
-	if h.Key() == plain(h) {
-		t.Error("a harness cell kept the key of the old fq_codel")
+	for _, c := range []struct {
+		what string
+		cfg  Config
+		want map[string]int
+	}{
+		{"QUIC under shadow", Config{N: 4, Degree: 2, Payload: 1, Profile: shadow}, nil},
+		{"TCP under kernel", Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kernel}, nil},
+		{"TCP under shadow", Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: shadow},
+			map[string]int{"shadow-fifo-order": shadowFIFOOrder, "shadow-reno-recovery": shadowRenoRecovery}},
+		{"TCP under kernel, one node behind a Shadow fifo", Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kernel,
+			Qdiscs: &NodeQdiscs{Uplink: &QdiscMap{Default: "pfifo", Nodes: map[string]string{"3": "shadow-fifo"}}}},
+			map[string]int{"shadow-fifo-order": shadowFIFOOrder}},
+		{"QUIC under harness", Config{N: 4, Degree: 2, Payload: 1, Profile: harness}, map[string]int{"simnet-idle-reset": simnetIdleReset}},
+		{"kernel, one node behind simnet's fq_codel", Config{N: 4, Degree: 2, Payload: 1, Profile: kernel,
+			Qdiscs: &NodeQdiscs{Uplink: &QdiscMap{Default: "pfifo", Nodes: map[string]string{"2": "fq_codel:profile=simnet"}}}},
+			map[string]int{"simnet-idle-reset": simnetIdleReset}},
+	} {
+		require.Equal(t, c.want, c.cfg.KeyFields().Revisions, c.what)
+		require.Equal(t, ModelRevision, c.cfg.KeyFields().Model, c.what)
 	}
-	k := Config{N: 4, Degree: 2, Payload: 1, Profile: kernel}
-	if k.Key() != plain(k) {
-		t.Error("a kernel cell changed its key")
-	}
-	k.Qdiscs = &NodeQdiscs{Uplink: &QdiscMap{Default: "pfifo", Nodes: map[string]string{"2": "fq_codel:profile=simnet"}}}
-	if k.Key() == plain(k) {
-		t.Error("a cell with one node behind simnet's fq_codel kept its old key")
-	}
+	cc := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kernel}
+	require.NoError(t, cc.Profile.Set("cc", tcp.ShadowReno))
+	require.Equal(t, shadowRenoRecovery, cc.KeyFields().Revisions["shadow-reno-recovery"], "kernel with cc shadow-reno")
 }

@@ -274,12 +274,12 @@ func (d *driver) content() error {
 	// study's harness publishes variants A and C with PublishBatch; the
 	// phase router then sends every unit's pushes before any announcement).
 	d.batch = arm.Forward.Batch
-	if phased && cfg.Profile.PhaseRules == PhaseRulesFork {
+	if phased && cfg.Profile.phaseRules() == PhaseRulesFork {
 		policy = forkPolicy(policy)
 		d.batch = true
 	}
 	if phased {
-		cfg.Gossip.MaxIHaveMessages = 4096 // the phase arms' setting (study-model.md)
+		cfg.Gossip.MaxIHaveMessages = phaseMaxIHave
 	}
 	d.topicNames = []string{Topic}
 	d.unitTopic = func(int) int { return 0 }
@@ -466,7 +466,7 @@ func (d *driver) hosts() error {
 	if d.cfg.onHosts != nil {
 		d.cfg.onHosts(d.hostList())
 	}
-	if d.cfg.Profile.RouterStart == RouterBeforeDial {
+	if d.cfg.Profile.routerStart() == RouterBeforeDial {
 		return d.startRouters()
 	}
 	return nil
@@ -555,7 +555,7 @@ func (d *driver) mesh() error {
 	p := &cfg.Profile
 	d.m.wMesh, d.m.cMesh = des.WallNow(), des.BusyCPU()
 	d.logf("cell seed %d: %d connections dialled in %.1f s (virtual %.2f s)", cfg.Seed, len(d.graph.Edges), (d.m.wMesh - d.m.wDial).Seconds(), live.Now().Seconds())
-	if p.RouterStart != RouterBeforeDial {
+	if p.routerStart() != RouterBeforeDial {
 		if err := d.startRouters(); err != nil {
 			return err
 		}
@@ -1178,6 +1178,10 @@ func (r reading) traceName() string {
 	}
 	return "teardown"
 }
+
+// phaseMaxIHave is the phase arms' max-ihave-messages (study-model.md),
+// whatever the cell's gossip settings say.
+const phaseMaxIHave = 4096
 
 // record is the cell's record: the settings, and what the phases
 // measured, counted as the study counts it. It is the one place that fills

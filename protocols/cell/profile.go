@@ -48,9 +48,8 @@ type Profile struct {
 	// no SACK, unpaced, Shadow's delayed ACKs and autotuning).
 	TCP string
 	// RouterStart is when each host starts its gossipsub router:
-	// RouterBeforeDial (every profile, from the study's code) or
-	// RouterAfterDial, stored as "" so that an after-dial cell's key is
-	// that of a profile without the field.
+	// RouterBeforeDial (every profile, from the study's code; also "") or
+	// RouterAfterDial.
 	RouterStart string `json:",omitempty"`
 	// FirstHeartbeat, when set (a duration, stored as time.Duration's
 	// String), makes the nodes subscribe at the instant after the dial
@@ -59,14 +58,12 @@ type Profile struct {
 	// only). "": subscribe as the dial ends.
 	FirstHeartbeat string `json:",omitempty"`
 	// PhaseRules are the phase router's rules for the segmented arms:
-	// PhaseRulesFork (every profile: the study's pubsub fork) or
-	// PhaseRulesProse, stored as "" so that a prose cell's key is that of
-	// a profile without the field.
+	// PhaseRulesFork (every profile: the study's pubsub fork; also "") or
+	// PhaseRulesProse.
 	PhaseRules string `json:",omitempty"`
 	// TopicMeshWait is the "stable" wait of a cell with several topics
 	// (variant C): TopicMeshSlots (the harness profile: the study's
-	// harness's variant C wait) or TopicMeshEach, stored as "" so that an
-	// each cell's key is that of a profile without the field.
+	// harness's variant C wait) or TopicMeshEach (also "").
 	TopicMeshWait string `json:",omitempty"`
 	// CC and Pacing, when set, override the preset's congestion control
 	// (cubic, newreno, shadow-reno) and pacing (on, off); every other field
@@ -279,25 +276,20 @@ func stringKnob(name, help string, f func(*Profile) *string, valid ...string) kn
 		}}
 }
 
-// legacyKnob is a two-valued string knob whose value old is stored as the
-// empty string, so that a cell with it has the key of a profile without
-// the field; cur is the other value.
-func legacyKnob(name, help string, f func(*Profile) *string, old, cur string) knob {
+// twoValueKnob is a two-valued string knob whose value zero is stored as
+// the empty string, so that a Profile without the field has it; other is
+// the other value.
+func twoValueKnob(name, help string, f func(*Profile) *string, zero, other string) knob {
 	return knob{name, help,
-		func(p *Profile) string {
-			if *f(p) == "" {
-				return old
-			}
-			return *f(p)
-		},
+		func(p *Profile) string { return cmp.Or(*f(p), zero) },
 		func(p *Profile, v string) error {
 			switch v {
-			case old:
+			case zero:
 				*f(p) = ""
-			case cur:
+			case other:
 				*f(p) = v
 			default:
-				return fmt.Errorf("knob %s=%q: valid values: %s, %s", name, v, cur, old)
+				return fmt.Errorf("knob %s=%q: valid values: %s, %s", name, v, zero, other)
 			}
 			return nil
 		}}
@@ -463,9 +455,9 @@ var knobs = []knob{
 			p.Settle = d.Seconds()
 			return nil
 		}},
-	legacyKnob("router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (the routers start after the whole graph is dialled, just before subscribing)", func(p *Profile) *string { return &p.RouterStart }, RouterAfterDial, RouterBeforeDial),
-	legacyKnob("topic-mesh-wait", "with mesh-wait=stable and several topics (variant C): slots (the harness profile: the study's harness, from the subscriptions until all but a few nodes hold T·Dlo to T·Dhi mesh slots) or each (after settle, every topic's mesh within [Dlo, Dhi])", func(p *Profile) *string { return &p.TopicMeshWait }, TopicMeshEach, TopicMeshSlots),
-	legacyKnob("phase-rules", "the phase router's rules for the segmented arms: fork (every profile: the study's pubsub fork, a relay's source counted against r once it sent IDONTWANT, segments gossiped at the heartbeat) or prose (the study's description read alone: the source skipped but not counted, no heartbeat gossip on the segment topics)", func(p *Profile) *string { return &p.PhaseRules }, PhaseRulesProse, PhaseRulesFork),
+	twoValueKnob("router-start", "when each host starts its gossipsub router: before-dial (every profile: the study's code) or after-dial (the routers start after the whole graph is dialled, just before subscribing)", func(p *Profile) *string { return &p.RouterStart }, RouterBeforeDial, RouterAfterDial),
+	twoValueKnob("topic-mesh-wait", "with mesh-wait=stable and several topics (variant C): slots (the harness profile: the study's harness, from the subscriptions until all but a few nodes hold T·Dlo to T·Dhi mesh slots) or each (after settle, every topic's mesh within [Dlo, Dhi])", func(p *Profile) *string { return &p.TopicMeshWait }, TopicMeshEach, TopicMeshSlots),
+	twoValueKnob("phase-rules", "the phase router's rules for the segmented arms: fork (every profile: the study's pubsub fork, a relay's source counted against r once it sent IDONTWANT, segments gossiped at the heartbeat) or prose (the study's description read alone: the source skipped but not counted, no heartbeat gossip on the segment topics)", func(p *Profile) *string { return &p.PhaseRules }, PhaseRulesFork, PhaseRulesProse),
 	{"first-heartbeat", "with router-start=before-dial: subscribe when the routers' next heartbeat is this far off, e.g. 50ms (the first graft sees near peers only) or 400ms (every peer); empty: subscribe as the dial ends",
 		func(p *Profile) string { return p.FirstHeartbeat },
 		func(p *Profile, v string) error {
@@ -632,6 +624,12 @@ func (p *Profile) Knobs() map[string]string {
 	}
 	return m
 }
+
+// routerStart is RouterStart's value ("" reads as RouterBeforeDial).
+func (p *Profile) routerStart() string { return cmp.Or(p.RouterStart, RouterBeforeDial) }
+
+// phaseRules is PhaseRules' value ("" reads as PhaseRulesFork).
+func (p *Profile) phaseRules() string { return cmp.Or(p.PhaseRules, PhaseRulesFork) }
 
 func (p *Profile) sendMode() netmodel.SendMode {
 	if p.SendMode == "block" {

@@ -9,7 +9,7 @@ import (
 // RecordSchema is the version of the record's form (Record.Schema) that
 // this build writes and reads. A reader brings every record it reads to
 // it with Migrate; docs/records.md describes each version.
-const RecordSchema = 1
+const RecordSchema = 2
 
 // Migrate brings a record decoded from JSON to RecordSchema, in place.
 //
@@ -32,9 +32,16 @@ const RecordSchema = 1
 //     completion times, when the record has them (per-node rows, else
 //     completion_us, to the µs).
 //
-// What a schema-0 record lacks otherwise stays at its zero value. A
-// record of a schema newer than RecordSchema is refused: this build does
-// not know its fields' meanings. Migrate of a current record changes
+// What a schema-0 record lacks otherwise stays at its zero value.
+//
+// Schema 1 is a record whose key is of the first form, a hash of the
+// whole Config. Migrate re-keys it: its key becomes the hash of the
+// KeyFields its own fields give (keyFieldsV1), which is the key today's
+// Config of the same cell has. A record that does not describe its cell
+// well enough keeps its key, which no current Config has.
+//
+// A record of a schema newer than RecordSchema is refused: this build
+// does not know its fields' meanings. Migrate of a current record changes
 // nothing but fields added since with a default: partitions (1).
 func (r *Record) Migrate() error {
 	switch {
@@ -47,7 +54,12 @@ func (r *Record) Migrate() error {
 	if r.Schema == RecordSchema {
 		return nil
 	}
-	r.migrate0()
+	if r.Schema == 0 {
+		r.migrate0()
+	}
+	if k, ok := r.keyFieldsV1(); ok {
+		r.Key = k.hash()
+	}
 	r.Schema = RecordSchema
 	return nil
 }

@@ -2,6 +2,7 @@ package cell
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 
@@ -72,7 +73,7 @@ func TestMigrateSchema0(t *testing.T) {
 	require.Equal(t, 2, *want.Late) // 1.31 s is past 0.7 + 0.4 s, and the one that never completed
 	cur, err := json.Marshal(want)
 	require.NoError(t, err)
-	require.Contains(t, string(cur), `"schema":1`)
+	require.Contains(t, string(cur), fmt.Sprintf(`"schema":%d`, RecordSchema))
 	require.Equal(t, want, decode(t, cur))
 
 	// Written without the schema but with every later field.
@@ -131,7 +132,7 @@ func TestMigrateLastCompletion(t *testing.T) {
 // saying so; so is a negative one. Migrating twice changes nothing.
 func TestMigrateSchemaRefused(t *testing.T) {
 	r := Record{Schema: 99}
-	require.EqualError(t, r.Migrate(), "record schema 99 is newer than this uplink's (1): update uplink")
+	require.EqualError(t, r.Migrate(), fmt.Sprintf("record schema 99 is newer than this uplink's (%d): update uplink", RecordSchema))
 	r.Schema = -1
 	require.ErrorContains(t, r.Migrate(), "not a schema version")
 	var se *SchemaError
