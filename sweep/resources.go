@@ -166,6 +166,56 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 	return err
 }
 
+// WriteResourcesBrief writes the resource table in brief, for the README:
+// the kinds of cell on uplink's network with the study's encoding in one
+// bubble, one row per size and arm and one column per profile and
+// transport, each cell of the table the largest peak RSS and the median
+// wall time.
+func WriteResourcesBrief(w io.Writer, t []Resource) error {
+	type row struct {
+		nodes, degree, payload int
+		arm                    string
+	}
+	var rows []row
+	var cols []string
+	cells := map[row]map[string]Resource{}
+	for _, r := range t {
+		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 {
+			continue
+		}
+		k := row{r.Nodes, r.Degree, r.Payload, r.Arm}
+		col := r.Profile + " " + strings.ToUpper(r.Transport)
+		if cells[k] == nil {
+			cells[k] = map[string]Resource{}
+			rows = append(rows, k)
+		}
+		cells[k][col] = r
+		if !slices.Contains(cols, col) {
+			cols = append(cols, col)
+		}
+	}
+	slices.Sort(cols)
+	var b strings.Builder
+	b.WriteString("| nodes, degree, payload | arm |")
+	for _, c := range cols {
+		b.WriteString(" " + c + " |")
+	}
+	b.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(cols)) + "\n")
+	for _, k := range rows {
+		fmt.Fprintf(&b, "| %d, %d, %s | %s |", k.nodes, k.degree, payloadLabel(k.payload), k.arm)
+		for _, c := range cols {
+			if r, ok := cells[k][c]; ok {
+				fmt.Fprintf(&b, " %.1f GiB, %.0f s |", r.RSSMaxMiB/1024, r.WallMedianS)
+			} else {
+				b.WriteString(" |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 func payloadLabel(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:

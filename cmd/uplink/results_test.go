@@ -86,3 +86,55 @@ func TestCommittedResultsCurrent(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, run([]string{"results", "--dir", dir, "--check"}, &out, &errb), errb.String())
 }
+
+// TestResultsResourceTable: uplink results measures the records of every
+// folder into results/resources.json and resources.md, and writes the
+// brief table into the README above between its markers; --check fails,
+// naming the README, when that block is stale, and a README with one
+// marker is an error.
+func TestResultsResourceTable(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "results")
+	folder := filepath.Join(root, "whole-shadow")
+	require.NoError(t, os.MkdirAll(folder, 0o755))
+	command := "validate --table appendix_d_home --arm wholend --backend shadow --transport quic --seeds 7 --nodes 20"
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "command"), []byte("uplink "+command+"\n"), 0o644))
+	var recs []string
+	for i, rss := range []int64{2 << 20, 3 << 20, 1 << 20} {
+		p50 := 3.0
+		r := cell.Record{Key: fmt.Sprintf("k%d", i), Arm: "wholend", ArmName: "wholend", Profile: "shadow", Transport: "quic",
+			Wire: cell.WireRecord{Encoding: "snappy"}, Version: "test", N: 20, Degree: 19, Total: 19, Completed: 19,
+			PayloadBytes: 1 << 20, P50S: &p50, P99S: &p50, MaxRSSKB: rss, WallS: 10 * float64(i+1)}
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		recs = append(recs, string(b))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "records.jsonl"), []byte(strings.Join(recs, "\n")+"\n"), 0o644))
+	readme := filepath.Join(base, "README.md")
+	require.NoError(t, os.WriteFile(readme, []byte("# x\n\n"+resourcesBegin+"old\n"+resourcesEnd+"\nafter\n"), 0o644))
+
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"results", "--dir", root}, &out, &errb), errb.String())
+	got, err := os.ReadFile(readme)
+	require.NoError(t, err)
+	require.Equal(t, "# x\n\n"+resourcesBegin+
+		"| nodes, degree, payload | arm | shadow QUIC |\n| --- | --- | ---: |\n| 20, 19, 1 MiB | wholend | 3.0 GiB, 20 s |\n"+
+		resourcesEnd+"\nafter\n", string(got))
+	js, err := os.ReadFile(filepath.Join(root, "resources.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"cells": 3`)
+	md, err := os.ReadFile(filepath.Join(root, "resources.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "| 20 | 19 | 1 MiB | wholend | quic | shadow | uplink | snappy | 1 | 3 | 2.0, 3.0 | 20, 30 | whole-shadow |")
+	require.Equal(t, 0, run([]string{"results", "--dir", root, "--check"}, &out, &errb), errb.String())
+
+	require.NoError(t, os.WriteFile(readme, []byte(strings.Replace(string(got), "3.0 GiB", "9.0 GiB", 1)), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"results", "--dir", root, "--check"}, &out, &errb))
+	require.Contains(t, errb.String(), readme)
+
+	require.NoError(t, os.WriteFile(readme, []byte(resourcesBegin+"no end\n"), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"results", "--dir", root}, &out, &errb))
+	require.Contains(t, errb.String(), "markers are missing or out of order")
+}
