@@ -88,7 +88,7 @@ func (g *flagGroups) printUsage(w io.Writer) {
 type commonFlags struct {
 	seeds                              string
 	knobs, gossip                      []string
-	wireEncoding, network              string
+	wireEncoding, network, countsAt    string
 	jobs, gomaxprocs, setupProcs, gogc int
 	partitions                         int
 	setupQuantum, progressEvery        time.Duration
@@ -138,6 +138,7 @@ func (c *commonFlags) register(g *flagGroups, d commonDefaults) {
 	proto.StringVar(&c.wireEncoding, "wire-encoding", "snappy", "how each gossip message goes on the wire: snappy (the study's gossip encoder: snappy-compressed, the whole message carrying the mainnet-like payload) or raw (the units sent uncompressed, the whole message as random bytes)")
 
 	out := g.group(groupOutput)
+	out.StringVar(&c.countsAt, "counts-at", cell.CountsLastCompletion, "when a cell reads its counts (duplicates, bytes, drops, queues): last-completion (at the last receiver's completion) or window-end (at the end of --window, whatever the completions; the cell runs the whole window). Completion times do not depend on it; window-end is part of the cell key")
 	out.BoolVar(&c.listCells, "list-cells", false, listCellsHelp)
 	out.BoolVar(&c.quiet, "quiet", false, quietHelp)
 	out.DurationVar(&c.progressEvery, "progress-every", cell.DefaultProgressEvery, progressEveryHelp)
@@ -161,6 +162,7 @@ type sweepSettings struct {
 	knobs        []string // checked against a profile
 	gossip       cell.Gossip
 	encoding     arms.Encoding
+	countsAt     string // cell.Config.CountsAt: "" or cell.CountsWindowEnd
 	backend      string // cell.Config.Backend: "" or cell.BackendSimnet
 	setupQuantum des.Time
 	setupProcs   int
@@ -209,6 +211,13 @@ func (c *commonFlags) check() (sweepSettings, error) {
 	}
 	if s.encoding, err = arms.ParseEncoding(c.wireEncoding); err != nil {
 		return s, usageError{fmt.Errorf("--wire-encoding: %w", err)}
+	}
+	switch c.countsAt {
+	case cell.CountsLastCompletion:
+	case cell.CountsWindowEnd:
+		s.countsAt = cell.CountsWindowEnd
+	default:
+		return s, usageError{fmt.Errorf("--counts-at %q: want %s or %s", c.countsAt, cell.CountsLastCompletion, cell.CountsWindowEnd)}
 	}
 	if err := flagCount("jobs", c.jobs, 1, maxJobs); err != nil {
 		return s, err

@@ -54,7 +54,7 @@ func TestCommonFlags(t *testing.T) {
 			require.Equal(t, f.Usage, r.Usage, f.Name)
 		}
 	})
-	require.ElementsMatch(t, []string{"seeds", "network", "knob", "gossip", "wire-encoding", "list-cells", "quiet", "progress-every",
+	require.ElementsMatch(t, []string{"seeds", "network", "knob", "gossip", "wire-encoding", "counts-at", "list-cells", "quiet", "progress-every",
 		"jobs", "shard", "mem", "partitions", "gomaxprocs", "setup-procs", "setup-quantum", "gogc", "memlimit"}, names)
 
 	checkUsageErrors(t, []usageCase{
@@ -67,6 +67,7 @@ func TestCommonFlags(t *testing.T) {
 		{[]string{"run", "--partitions", "30", "--nodes", "20", "--degree", "6"}, "more partitions than the cell's 20 nodes"},
 		{[]string{"validate", "--study", "pie", "--wire-encoding", "zip"}, "--wire-encoding"},
 		{[]string{"run", "--progress-every", "1ms"}, "--progress-every 1ms"},
+		{[]string{"run", "--counts-at", "noon"}, "--counts-at \"noon\": want last-completion or window-end"},
 		{[]string{"validate", "--table", "s5_sndbuf", "--gossip", "Dlazy"}, "--gossip \"Dlazy\": want name=value"},
 	})
 }

@@ -148,8 +148,8 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		armList = append(armList, a)
 	}
 	base := cell.Config{
-		Encoding: set.encoding,
-		Verify:   *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
+		Encoding: set.encoding, CountsAt: set.countsAt,
+		Verify: *verify, Warmup: warmup, Background: background, N: *nodes, Degree: *degree, Payload: int(payload), Net: *netS, Latency: *latency,
 		Transport: *transport, Window: window, Deadline: deadline, PerNode: *perNode, Version: buildVersion(),
 		Gossip: set.gossip, SetupQuantum: set.setupQuantum, Backend: set.backend, Partitions: set.partitions,
 	}

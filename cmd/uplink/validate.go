@@ -83,7 +83,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	// Per-node rows feed the report's CDFs.
 	ver := buildVersion()
 	o := validate.PlanOptions{N: *nodes, Seeds: set.seeds, Knobs: set.knobs,
-		Base: cell.Config{Gossip: set.gossip, Version: ver, PerNode: true, SetupQuantum: set.setupQuantum, Encoding: set.encoding, Backend: set.backend, Partitions: set.partitions}}
+		Base: cell.Config{Gossip: set.gossip, Version: ver, PerNode: true, SetupQuantum: set.setupQuantum, Encoding: set.encoding, CountsAt: set.countsAt, Backend: set.backend, Partitions: set.partitions}}
 	if *nodes != 0 {
 		if err := flagCount("nodes", *nodes, 2, des.MaxNodes); err != nil {
 			return usageError{fmt.Errorf("--nodes %d: want 2 to %d, or 0 for the table's", *nodes, des.MaxNodes)}

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"github.com/stretchr/testify/require"
 	"math"
 	"slices"
 	"testing"
@@ -239,6 +240,32 @@ func TestCountsAtWindowEnd(t *testing.T) {
 			t.Fatalf("counts read at %q, %v s; want at the window's end, 0.15 s", rec.CountsAt, rec.CountsAtS)
 		}
 	})
+}
+
+// TestCountsHeldToWindowEnd: with CountsWindowEnd a cell whose receivers
+// all complete well within the window still reads its counts at the
+// window's end: every receiver complete before 2 s, the counts at 2 s,
+// each receiver's whole copy among the bytes counted (raw payload: at
+// least the payload per receiver), and the setting is part of the key
+// (last-completion, the default, is not). An unknown setting is refused.
+func TestCountsHeldToWindowEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cfg Config
+		rec := armCell(t, "wholend", func(c *Config) { c.Window, c.CountsAt = 2*des.Second, CountsWindowEnd; cfg = *c })
+		require.Equal(t, 29, rec.Completed)
+		require.Equal(t, CountsAtWindowEnd, rec.CountsAt)
+		require.InDelta(t, 2.0, rec.CountsAtS, 1e-9)
+		require.Less(t, *rec.LastS, 2.0)
+		require.GreaterOrEqual(t, rec.RxNodeBytes, float64(rec.PayloadBytes), "every receiver's copy counted")
+		def := cfg
+		def.CountsAt = ""
+		require.NotEqual(t, def.Key(), cfg.Key())
+		def.CountsAt = CountsLastCompletion
+		require.Equal(t, def.Key(), func() string { d := def; d.CountsAt = ""; return d.Key() }())
+	})
+	bad := Config{N: 4, Degree: 2, Payload: 1, CountsAt: "noon"}
+	bad.Defaults()
+	require.ErrorContains(t, bad.validate(), `counts at "noon"`)
 }
 
 // TestVariantCMeshWait: under the harness profile variant C publishes as

@@ -119,6 +119,12 @@ type Config struct {
 	// connection ids are random, so a repeat measures the run-to-run
 	// spread).
 	Replicate int `json:",omitempty"`
+	// CountsAt is when the counts (duplicates, bytes, drops, queues) are
+	// read: "" (CountsLastCompletion) at the last receiver's completion,
+	// or CountsWindowEnd at the window's end whatever the completions,
+	// the instant a harness that holds every cell for its window reads
+	// them. Completion times do not depend on it.
+	CountsAt string `json:",omitempty"`
 	// Backend is the network the cell runs on: "" for uplink's model (left
 	// out of the key), or BackendSimnet for github.com/marcopolo/simnet
 	// v0.0.7 (QUIC, the harness profile's network knobs; checkBackend).
@@ -151,6 +157,12 @@ const (
 	routerByArm = iota
 	routerPhase
 	routerMixed
+)
+
+// The values of Config.CountsAt.
+const (
+	CountsLastCompletion = "last-completion"
+	CountsWindowEnd      = "window-end"
 )
 
 // defaultMeshTimeout is Config.MeshTimeout's default.
@@ -226,6 +238,11 @@ func (c *Config) validate() error {
 	}
 	if _, err := arms.ParseEncoding(string(c.Encoding)); err != nil {
 		return err
+	}
+	switch c.CountsAt {
+	case "", CountsLastCompletion, CountsWindowEnd:
+	default:
+		return fmt.Errorf("counts at %q: want %s or %s", c.CountsAt, CountsLastCompletion, CountsWindowEnd)
 	}
 	if err := c.Warmup.validate(); err != nil {
 		return err

@@ -816,12 +816,18 @@ func (d *driver) deliver() error {
 }
 
 // await waits, in one bubble, for the last receiver's completion
-// (allDone) or the window's end, and reads the counts there.
+// (allDone) or the window's end, and reads the counts there; with
+// CountsWindowEnd it waits for the window's end.
 func (d *driver) await(allDone <-chan struct{}) error {
 	cfg := &d.cfg
 	window := time.NewTimer(cfg.Window.Duration())
 	select {
 	case <-allDone:
+		if cfg.CountsAt == CountsWindowEnd {
+			<-window.C
+			d.m.countsAt = CountsAtWindowEnd
+			break
+		}
 		window.Stop()
 		// Let every goroutine run its part of this instant (as the
 		// harness's synctest.Wait does) before reading the counts.
@@ -851,7 +857,7 @@ func (d *driver) awaitSplit() error {
 		for _, nv := range v.nodes[1:] {
 			complete = complete && nv.delivered
 		}
-		if complete {
+		if complete && d.cfg.CountsAt != CountsWindowEnd {
 			d.m.countsAt, d.m.counts = CountsAtLastCompletion, v
 			break
 		}

@@ -80,6 +80,7 @@ type KeyFields struct {
 	BackgroundLeadS                   float64 `json:",omitempty"`
 	BTimeoutS                         float64 `json:",omitempty"`
 	BFixed                            bool    `json:",omitempty"`
+	CountsAt                          string  `json:",omitempty"` // CountsWindowEnd only
 	Partitions                        int     `json:",omitempty"` // above 1 only
 	Replicate                         int     `json:",omitempty"`
 	// Extra hashes the settings a record does not list: a replayed
@@ -113,6 +114,9 @@ func (c Config) KeyFields() KeyFields {
 	}
 	if c.Partitions > 1 {
 		k.Partitions = c.Partitions
+	}
+	if c.CountsAt == CountsWindowEnd {
+		k.CountsAt = c.CountsAt
 	}
 	if d := c.Topology; d != nil {
 		k.N, k.Degree, k.Net, k.Latency = d.N, d.Degree, d.Scenario, d.Model
