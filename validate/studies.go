@@ -355,7 +355,7 @@ type StudyRow struct {
 	P50, P99     Value
 	P50Range     Spread
 	Dups, RxNode float64 // medians across seeds
-	QueueDrops   float64 // median across seeds of queue drops, all nodes
+	QueueDrops   float64 // median across seeds of queue drops, all nodes; NaN when no record counted them
 	// ByDeadline is the median across seeds of the share of receivers
 	// complete by the deadline (the records' rate@deadline, 3 s).
 	ByDeadline float64
@@ -402,7 +402,9 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			seedVals[int(c.Seeds[i])], _ = RecordStat(s.CompareStat(), r)
 			dups = append(dups, float64(r.Dups))
 			rx = append(rx, r.RxNodeBytes)
-			drops = append(drops, float64(r.Drops["queue"]))
+			if r.QueueDropsCounted() {
+				drops = append(drops, float64(r.Drops["queue"]))
+			}
 			if r.RateN > 0 {
 				rate = append(rate, float64(r.RateK)/float64(r.RateN))
 			}
@@ -424,7 +426,10 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			row.P50, _ = Median(p50)
 			row.P99, _ = Median(p99)
 			row.P50Range, _ = SeedSpread(p50)
-			row.Dups, row.RxNode, row.QueueDrops = median(dups), median(rx), median(drops)
+			row.Dups, row.RxNode, row.QueueDrops = median(dups), median(rx), math.NaN()
+			if len(drops) > 0 {
+				row.QueueDrops = median(drops)
+			}
 		}
 		out = append(out, row)
 	}
@@ -682,6 +687,15 @@ func FormatBytes(b float64) string {
 		return fmt.Sprintf("%.2f MiB", b/(1<<20))
 	}
 	return fmt.Sprintf("%.0f KiB", b/(1<<10))
+}
+
+// FormatCount prints a median count, or "n/a" when nothing counted it
+// (NaN).
+func FormatCount(n float64) string {
+	if math.IsNaN(n) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", n)
 }
 
 // variantIndex is the index of the variant labelled label (labels are

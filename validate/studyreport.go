@@ -65,9 +65,9 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 			fmt.Fprintf(&b, "| %s | %s | 0 | not run | | | | | | |\n", r.Variant, r.Arm)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s to %s | %s | %s | %s | %.0f | %.0f |\n", r.Variant, r.Arm, r.Seeds,
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s to %s | %s | %s | %s | %.0f | %s |\n", r.Variant, r.Arm, r.Seeds,
 			FormatValue(r.P50, "s"), FormatValue(r.P50Range.Lo, "s"), FormatValue(r.P50Range.Hi, "s"), FormatValue(r.P99, "s"),
-			paired(r), paired(rows99[i]), r.Dups, r.QueueDrops)
+			paired(r), paired(rows99[i]), r.Dups, FormatCount(r.QueueDrops))
 	}
 	fmt.Fprintf(&b, "\nPaired: the median across seeds of the per-seed difference from %s, in percent, with the seeds' range in brackets.\n", against)
 	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(s.Table(cells, records)))

@@ -528,9 +528,9 @@ func printStudy(w io.Writer, st validate.Study, cells []validate.StudyCell, reco
 		case r.IsBase:
 			vs = "base arm"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%.0f\t%s\t%.0f\t%s\t%s\t\n", r.Variant, r.Arm, r.Seeds,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", r.Variant, r.Arm, r.Seeds,
 			validate.FormatValue(r.P50, "s"), validate.FormatValue(r.P50Range.Lo, "s"), validate.FormatValue(r.P50Range.Hi, "s"), validate.FormatValue(r.P99, "s"), rate, vs,
-			r.Dups, validate.FormatBytes(r.RxNode), r.QueueDrops, cwnd, lost)
+			r.Dups, validate.FormatBytes(r.RxNode), validate.FormatCount(r.QueueDrops), cwnd, lost)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nreading: %s\n", st.Reading(rows))

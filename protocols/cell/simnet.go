@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/libp2p/go-libp2p/core/host"
 
@@ -18,6 +19,22 @@ import (
 // v0.0.7, the study's harness network (transports/simnet), instead of
 // uplink's model.
 const BackendSimnet = "simnet"
+
+// QueueDropsCounted reports whether the record's queue drops were
+// counted: false for a cell on simnet made before they were (its record
+// says "queue statistics and queue drops" are not modelled, and its 0
+// means not measured).
+func (r *Record) QueueDropsCounted() bool {
+	if r.Backend != BackendSimnet {
+		return true
+	}
+	for _, s := range r.NotModelled {
+		if strings.HasPrefix(s, "queue statistics and queue drops") {
+			return false
+		}
+	}
+	return true
+}
 
 // SimnetNotModelled lists what a cell on simnet does not model, as its
 // record states it (Record.NotModelled); transports/simnet's doc has the
