@@ -41,8 +41,11 @@ const (
 	// and Shadow's window test on sequence space gates new data
 	// (transports/tcp recovery_reno.go), slow start stops at ssthresh and
 	// the ACK ending recovery counts in congestion avoidance
-	// (cc_shadowreno.go). TCP cells with cc shadow-reno. Records of schema
-	// 1 ran before it (revision 0, absent).
+	// (cc_shadowreno.go), and a connection starts at Shadow's initial
+	// window of 1 segment, 2 once the handshake's ACK is counted
+	// (tcp.ShadowConfig, sender.countHandshake in transports/tcp). TCP
+	// cells with cc shadow-reno. Records of schema 1 ran before it
+	// (revision 0, absent).
 	shadowRenoRecovery = 1
 )
 

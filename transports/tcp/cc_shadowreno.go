@@ -5,7 +5,11 @@ package tcp
 // (docs/references.md, "Shadow"): three states, slow start, congestion
 // avoidance and fast recovery, each with its own handlers:
 //
-//   - initial window 10 segments, ssthresh infinite, slow start;
+//   - initial window: the preset's InitialCwnd, 1 segment as Shadow's
+//     tcp_cong_reno_init sets it (after ca_reno_init_ set 10; nothing in
+//     tcp.c sets cwnd but these hooks), ssthresh infinite, slow start;
+//     Shadow's stack counts the ACK of the SYN in it (countHandshake:
+//     2 segments once the connection is established);
 //   - slow start (ca_reno_slow_start_new_ack_ev_): cwnd grows by the
 //     segments each ACK acknowledges, capped at ssthresh; the ACK that
 //     reaches it moves to congestion avoidance, which counts the rest;
@@ -19,23 +23,28 @@ package tcp
 //     its segments to congestion avoidance (classic Reno: partial ACKs are
 //     not recognised, a later hole needs three new duplicates);
 //   - retransmission timeout (tcp_cong_reno_timeout_ev_): ssthresh =
-//     cwnd/2 + 1, cwnd = 10 (not 1), slow start, on every expiry; so when
-//     ssthresh is below 10 the next ACK lowers cwnd to ssthresh.
+//     cwnd/2 + 1, cwnd = 10 (shadowRTOWindow, whatever the initial
+//     window), slow start, on every expiry; so when ssthresh is below 10
+//     the next ACK lowers cwnd to ssthresh.
 //
 // Shadow does not check that the window was in use before growing it, nor
 // does this. With SACK on (not Shadow's preset), the duplicate-ACK
 // inflation is left out (cwnd = ssthresh during recovery), because the
 // sender's flight then already excludes the SACKed segments (RFC 6675).
 type ShadowRenoCC struct {
-	iw, cwnd, ssthresh int
-	caCount            int
-	slowStart          bool
-	inflate            bool
+	cwnd, ssthresh int
+	caCount        int
+	slowStart      bool
+	inflate        bool
 }
+
+// shadowRTOWindow is the window tcp_cong_reno_timeout_ev_ sets on every
+// retransmission timeout.
+const shadowRTOWindow = 10
 
 // NewShadowReno returns Shadow's Reno with initial window iw.
 func NewShadowReno(iw int, sack bool) *ShadowRenoCC {
-	return &ShadowRenoCC{iw: iw, cwnd: iw, ssthresh: InfiniteSsthresh, slowStart: true, inflate: !sack}
+	return &ShadowRenoCC{cwnd: iw, ssthresh: InfiniteSsthresh, slowStart: true, inflate: !sack}
 }
 
 func (c *ShadowRenoCC) Name() string  { return ShadowReno }
@@ -110,7 +119,7 @@ func (c *ShadowRenoCC) ExitRecovery(ev *AckEvent) {
 
 func (c *ShadowRenoCC) OnRTO(ev *AckEvent, reduce bool) {
 	c.ssthresh = c.cwnd/2 + 1
-	c.cwnd = c.iw
+	c.cwnd = shadowRTOWindow
 	c.slowStart = true
 	c.caCount = 0
 }

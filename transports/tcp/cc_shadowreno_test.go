@@ -49,6 +49,15 @@ func TestShadowRenoRules(t *testing.T) {
 	c.OnAck(&AckEvent{Acked: 1})
 	check("avoidance: the 5 segments over ssthresh and this one make a window", 7, 6)
 
+	// The preset's initial window is 1 (tcp_cong_reno_init); a timeout
+	// still sets 10 (tcp_cong_reno_timeout_ev_).
+	c = NewShadowReno(1, false)
+	check("initial window 1", 1, InfiniteSsthresh)
+	c.OnAck(&AckEvent{Acked: 1})
+	check("the SYN's ACK in slow start", 2, InfiniteSsthresh)
+	c.OnRTO(&AckEvent{}, true)
+	check("timeout: cwnd = 10 whatever the initial window", 10, 2)
+
 	// Slow start stops at ssthresh; a stretch ACK's excess goes to
 	// congestion avoidance (ca_reno_slow_start_new_ack_ev_).
 	c = NewShadowReno(10, false)

@@ -209,14 +209,16 @@ func LinuxConfig() Config {
 }
 
 // ShadowConfig is Shadow 3.x's legacy TCP stack (docs/references.md,
-// "Shadow"): Reno with Shadow's constants, no SACK-based recovery, no
-// pacing, Shadow's delayed pure ACKs and buffer autotuning (send
-// [16 KiB, 4 MiB], receive [87 380, 6 MiB]; the defaults 131 072 and
-// 174 760 apply until the handshake gives an RTT), RTO = SRTT + 4 RTTVAR
-// in [200 ms, 120 s].
+// "Shadow"): Reno with Shadow's constants and its initial window of 1
+// segment (tcp_cong_reno_init), which the ACK of the SYN raises to 2
+// (sender.countHandshake); no SACK-based recovery, no pacing, Shadow's
+// delayed pure ACKs and buffer autotuning (send [16 KiB, 4 MiB], receive
+// [87 380, 6 MiB]; the defaults 131 072 and 174 760 apply until the
+// handshake gives an RTT), RTO = SRTT + 4 RTTVAR in [200 ms, 120 s].
 func ShadowConfig() Config {
 	c := LinuxConfig()
 	c.CongestionControl = ShadowReno
+	c.InitialCwnd = 1
 	c.HyStart = false
 	c.SlowStartAfterIdle = false
 	c.SACK = false

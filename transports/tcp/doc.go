@@ -27,7 +27,9 @@
 //     exponential backoff), zero-window probes, pacing, the restart
 //     after idle (Linux's tcp_slow_start_after_idle, RFC 2861); with
 //     Shadow's Reno and no SACK, Shadow's window test on sequence space
-//     from the cumulative ACK (_tcp_flush) in place of the flight.
+//     from the cumulative ACK (_tcp_flush) in place of the flight; with
+//     Shadow's Reno, the handshake counted in the window as Shadow's
+//     stack counts it (countHandshake).
 //   - recovery.go: loss detection (three duplicate ACKs or three SACKed
 //     segments) and the fast-recovery state machine, with one strategy
 //     per file: recovery_sack.go (RFC 6675), recovery_newreno.go (RFC

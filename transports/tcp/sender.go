@@ -121,6 +121,9 @@ func (s *sender) established(now des.Time) {
 	s.lr = newLossRecovery(ep.sackOK, s.cc.Classic())
 	s.seqWindow = shadowFlush(ep.sackOK, s.cc.Classic())
 	s.recover, s.lostMarkedTo, s.rtxHint = s.una, s.una, s.una
+	if s.cc.Name() == ShadowReno {
+		s.countHandshake(now)
+	}
 	s.cwndUsageSeq = s.una
 	s.lastDataSent = now // as Linux at the handshake: no restart on the first data
 	switch ep.cfg.Autotune {
@@ -129,6 +132,31 @@ func (s *sender) established(now des.Time) {
 	case AutotuneShadow:
 		s.bufLimit = ep.shadowInitialBuffer(ep.cfg.SendBuffer, true)
 	}
+}
+
+// countHandshake counts the handshake in Shadow's Reno as Shadow's stack
+// (src/main/host/descriptor/tcp.c) does. The SYN and the SYN-ACK take a
+// sequence number (_tcp_createPacketWithoutPayload) and wait in the
+// retransmission queue like data, so every expiry of their timer runs the
+// controller's timeout hook (_tcp_runRetransmitTimerExpiredTask calls
+// tcp_cong_timeout_ev: ssthresh = cwnd/2 + 1, cwnd = 10), and the ACK of
+// the SYN acknowledges one packet: _tcp_processPacket runs
+// _tcp_ackProcessing on the SYN-ACK (SYN-SENT) and on the ACK that
+// completes the handshake (SYN-RECEIVED), which calls
+// tcp_cong_new_ack_ev with n = 1. The Shadow preset's window of 1
+// (tcp_cong_reno_init) is thus 2 once the connection is established, on
+// both sides; after one SYN timeout it is 5, in congestion avoidance
+// (ssthresh 1: slow start stops at once and hands the other 10 segments
+// on). The expiries are replayed here rather than as they happen, which
+// is the same: nothing reads the window before the connection is
+// established (a SYN carries no data, so _tcp_flush's window test passes
+// it). Nothing else in tcp.c writes cwnd, so there is no restart after
+// idle either.
+func (s *sender) countHandshake(now des.Time) {
+	for range s.ep.synTries - 1 {
+		s.cc.OnRTO(&AckEvent{Now: now}, true)
+	}
+	s.cc.OnAck(&AckEvent{Now: now, Acked: 1, SndUnaAdvanced: true, SndUna: s.una, SndNxt: s.nxt})
 }
 
 // segSize is the size new data is cut to (Linux's mss_cache): the peer's

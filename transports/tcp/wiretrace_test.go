@@ -9,6 +9,7 @@ import (
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
+	"github.com/uplinksim/uplink/queues"
 )
 
 // wireSeg is one segment as a node's tap saw it.
@@ -375,15 +376,18 @@ func TestWireShadowRenoHalves(t *testing.T) {
 // fast retransmission: the 40th of 300 segments is dropped under the
 // Shadow preset (lossTrace: 10 ms one way, the receiver's 10 Mbit/s
 // downlink spacing the duplicates 1.2 ms apart). The window at the loss
-// is 49 segments. Shadow's retransmit tally (tcp_retransmit_tally.cc,
+// is 41 segments: 2 after the handshake, +1 per ACK of the 39 segments
+// before the hole. Shadow's retransmit tally (tcp_retransmit_tally.cc,
 // retransmit_tally_update) marks the head lost on the third duplicate,
-// tcp_cong_reno.c halves the window on the same ACK (ssthresh = 49/2 + 1
-// = 25, cwnd = ssthresh + 3 = 28), and _tcp_flush sends the head at once,
+// tcp_cong_reno.c halves the window on the same ACK (ssthresh = 41/2 + 1
+// = 21, cwnd = ssthresh + 3 = 24), and _tcp_flush sends the head at once,
 // since its sequence is below unacked + window: the retransmission leaves
-// at the instant the third duplicate arrives, 99.6736 ms, and
-// _tcp_retransmitPacket restarts the retransmission timer from there.
-// Comparing the window with the flight instead (48 segments, the head
-// presumed lost) held it back to the 24th duplicate, 25.2 ms later.
+// at the instant the third duplicate arrives, 139.2736 ms (the 40th
+// segment is the tenth of the fifth round of 32, whose first ACK arrives
+// at 126.0736 ms, 1.2 ms per segment after it: eight to the hole, which
+// never reaches the link, and three behind it), and _tcp_retransmitPacket restarts the retransmission
+// timer from there. Comparing the window with the flight instead held it
+// back to the 20th duplicate (W − W/2 − 1).
 func TestWireShadowFastRetransmitAtThirdDup(t *testing.T) {
 	cfg := ShadowConfig()
 	cfg.RecvBuffer = BufferSizes{4 << 20, 4 << 20, 4 << 20}
@@ -427,11 +431,11 @@ func TestWireShadowFastRetransmitAtThirdDup(t *testing.T) {
 	require.Greater(t, len(dupAt), 1+dupThresh)
 	third := dupAt[dupThresh]
 	require.Equal(t, 1200*des.Microsecond, dupAt[dupThresh]-dupAt[dupThresh-1], "duplicates 1.2 ms apart")
-	require.Equal(t, 99673600*des.Nanosecond, third, "the third duplicate arrives")
+	require.Equal(t, 139273600*des.Nanosecond, third, "the third duplicate arrives")
 	r := rtxs[0]
 	require.Equal(t, third, r.at, "the retransmission leaves as the third duplicate arrives")
-	require.Equal(t, 25, r.ssthresh, "ssthresh = 49/2 + 1")
-	require.Equal(t, 28, r.cwnd, "cwnd = ssthresh + 3")
+	require.Equal(t, 21, r.ssthresh, "ssthresh = 41/2 + 1")
+	require.Equal(t, 24, r.cwnd, "cwnd = ssthresh + 3")
 	require.Equal(t, r.at+f.cli.snd.rtt.current(), r.timerAt, "the retransmission restarts the timer")
 	st := f.cli.Stats()
 	require.Equal(t, uint64(1), uint64(st.FastRecoveries))
@@ -476,4 +480,90 @@ func TestWireRTO(t *testing.T) {
 	if st := f.cli.Stats(); st.RTOs != 1 || st.FastRecoveries != 0 {
 		t.Fatalf("RTOs %d, fast recoveries %d; want 1, 0", st.RTOs, st.FastRecoveries)
 	}
+}
+
+// synDropQueue is an unlimited FIFO that drops the first SYN it sees.
+type synDropQueue struct {
+	*queues.FIFO
+	dropped bool
+}
+
+func (d *synDropQueue) Enqueue(p *queues.Packet, now des.Time) bool {
+	if h, ok := p.Hdr.(*Header); ok && !d.dropped && h.Flags&FlagSYN != 0 {
+		d.dropped = true
+		return false
+	}
+	return d.FIFO.Enqueue(p, now)
+}
+
+// flights groups the data segments the traced node sent by instant: the
+// time and size of each burst, up to max bursts.
+func (tr *wireTrace) flights(max int) (at []des.Time, n []int) {
+	for _, w := range tr.segs {
+		if !w.out || w.len == 0 {
+			continue
+		}
+		if len(at) == 0 || at[len(at)-1] != w.at {
+			if len(at) == max {
+				break
+			}
+			at, n = append(at, w.at), append(n, 0)
+		}
+		n[len(n)-1]++
+	}
+	return at, n
+}
+
+// TestWireShadowInitialWindow is a known answer for the first rounds of a
+// fresh connection under the Shadow preset, 10 ms one way, no rate limit,
+// buffer autotuning off (the receiver's reads then send no window update
+// ahead of the delayed ACK).
+// Shadow's tcp_new runs tcp_cong_reno_init, which leaves cwnd = 1 (its
+// ca_reno_init_ sets 10, then the init sets 1), and nothing in tcp.c
+// writes cwnd outside the controller's hooks. The SYN takes a sequence
+// number, and _tcp_ackProcessing on the SYN-ACK (client) and on the
+// handshake's ACK (server) acknowledges one packet: tcp_cong_new_ack_ev
+// with n = 1, slow start, cwnd = 2 on both sides. _tcp_flush sends while
+// the sequence is below unacked + min(cwnd, the peer's window). So: the
+// SYN-ACK arrives at 20 ms and 2 segments leave; they reach the receiver
+// at 30 ms, whose pure ACK waits 1 ms (Shadow's delayed ACK, one for
+// both), arrives at 41 ms, acknowledges 2 (cwnd 4) and 4 segments leave;
+// then 8 at 62 ms, 16 at 83 ms.
+//
+// With the first SYN lost, the client's retransmission timer expires
+// once (1 s) and tcp_cong_reno_timeout_ev_ sets ssthresh = 1/2 + 1 = 1,
+// cwnd = 10; the SYN-ACK's ACK of one packet then ends slow start at once
+// (cwnd = ssthresh = 1) and hands the other 10 segments to congestion
+// avoidance, which raises cwnd to 5 (1 + 2 + 3 + 4 of them): 5 segments
+// leave at 1.02 s, and their ACK (5 acknowledged, one window of 5) makes
+// cwnd 6: 6 segments at 1.041 s.
+func TestWireShadowInitialWindow(t *testing.T) {
+	const ms = des.Millisecond
+
+	cfg := ShadowConfig()
+	cfg.Autotune = AutotuneOff // no window update rides ahead of the delayed ACK
+	tn := newTestNet(t, cfg, netmodel.Config{}, link{}, link{})
+	tr := traceNode(tn.net.Node(0))
+	f := tn.startFlow(0, 1, 80, 0, 1)
+	var srvCwnd int
+	tn.sample(35*ms, 35*ms, ms, func(des.Time) { srvCwnd = f.srv.snd.cc.Cwnd() })
+	tn.sim.RunUntil(90 * ms)
+	require.Equal(t, FlagSYN, tr.segs[0].flags)
+	require.Equal(t, des.Time(0), tr.segs[0].at, "the SYN leaves at once")
+	at, n := tr.flights(4)
+	require.Equal(t, []des.Time{20 * ms, 41 * ms, 62 * ms, 83 * ms}, at, "one round per RTT, the ACK delayed 1 ms")
+	require.Equal(t, []int{2, 4, 8, 16}, n, "first flight 2 (1 + the SYN's ACK), then doubling")
+	require.Equal(t, 2, srvCwnd, "the server counts the handshake's ACK too")
+
+	tn = newTestNet(t, cfg, netmodel.Config{}, link{upQ: &synDropQueue{FIFO: queues.NewUnlimitedFIFO()}}, link{})
+	tr = traceNode(tn.net.Node(0))
+	f = tn.startFlow(0, 1, 80, 0, 1)
+	var cwnd, ssthresh int
+	tn.sample(1030*ms, 1030*ms, ms, func(des.Time) { cwnd, ssthresh = f.cli.snd.cc.Cwnd(), f.cli.snd.cc.Ssthresh() })
+	tn.sim.RunUntil(1100 * ms)
+	require.Equal(t, uint64(1), uint64(f.cli.Stats().RTOs), "one SYN timeout")
+	require.Equal(t, []int{5, 1}, []int{cwnd, ssthresh}, "after one SYN timeout: cwnd 5 in congestion avoidance, ssthresh 1")
+	at, n = tr.flights(2)
+	require.Equal(t, []des.Time{1020 * ms, 1041 * ms}, at)
+	require.Equal(t, []int{5, 6}, n, "5, then +1 for a window of 5 acknowledged")
 }
