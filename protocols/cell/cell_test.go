@@ -515,7 +515,7 @@ func TestMeshLatency(t *testing.T) {
 // model it uses, and only those: Shadow's fifo order for TCP cells behind
 // a Shadow fifo (the shadow profile, or one node's queue file), simnet's
 // fq_codel wherever it is, and Shadow's Reno recovery for TCP cells with
-// cc shadow-reno. A QUIC cell under the shadow profile and a kernel cell
+// cc shadow-reno or Shadow's TCP preset. A QUIC cell under the shadow profile and a kernel cell
 // use none.
 func TestKeyRevisions(t *testing.T) {
 	shadow, _ := LookupProfile("shadow")
@@ -544,4 +544,7 @@ func TestKeyRevisions(t *testing.T) {
 	cc := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: kernel}
 	require.NoError(t, cc.Profile.Set("cc", tcp.ShadowReno))
 	require.Equal(t, shadowRenoRecovery, cc.KeyFields().Revisions["shadow-reno-recovery"], "kernel with cc shadow-reno")
+	preset := Config{N: 4, Degree: 2, Payload: 1, Transport: "tcp", Profile: shadow}
+	require.NoError(t, preset.Profile.Set("cc", "cubic"))
+	require.Equal(t, shadowRenoRecovery, preset.KeyFields().Revisions["shadow-reno-recovery"], "Shadow's TCP preset with cubic")
 }

@@ -44,8 +44,9 @@ const (
 	// (cc_shadowreno.go), and a connection starts at Shadow's initial
 	// window of 1 segment, 2 once the handshake's ACK is counted
 	// (tcp.ShadowConfig, sender.countHandshake in transports/tcp). TCP
-	// cells with cc shadow-reno. Records of schema 1 ran before it
-	// (revision 0, absent).
+	// cells with cc shadow-reno or Shadow's TCP preset (tcp shadow, whose
+	// initial window any controller starts from). Records of schema 1 ran
+	// before it (revision 0, absent).
 	shadowRenoRecovery = 1
 )
 
@@ -145,7 +146,7 @@ func (c Config) KeyFields() KeyFields {
 		k.Extra = hex.EncodeToString(h[:12])
 	}
 	k.finish(c.qdiscSpecs())
-	if k.Transport == "tcp" && k.Knobs["cc"] == tcp.ShadowReno {
+	if k.Transport == "tcp" && (k.Knobs["cc"] == tcp.ShadowReno || k.Knobs["tcp"] == "shadow") {
 		k.revise("shadow-reno-recovery", shadowRenoRecovery)
 	}
 	return k
