@@ -48,6 +48,15 @@ const (
 	// initial window any controller starts from). Records of schema 1 ran
 	// before it (revision 0, absent).
 	shadowRenoRecovery = 1
+	// variantBLedger is variant B's claim ledger (protocols/partial): 1,
+	// the request timeout is each peer's own (its first value, then
+	// TimeoutMult × that peer's mean response time), a claim ends when its
+	// part arrives from any peer (a strike only for a part still missing),
+	// and a pass claims no more parts than completion still needs (coded
+	// B: K parts between held and claimed, not all 2K). Cells whose arm
+	// is variant B. Records of schema 1 ran before it (revision 0,
+	// absent).
+	variantBLedger = 1
 )
 
 // KeyFields is what a cell key hashes: exactly the settings that can
@@ -60,7 +69,8 @@ type KeyFields struct {
 	Key   int // KeyVersion
 	Model int // ModelRevision
 	// Revisions are the revisions of the parts of the model the cell uses
-	// (shadowFIFOOrder, simnetIdleReset, shadowRenoRecovery), by name;
+	// (shadowFIFOOrder, simnetIdleReset, shadowRenoRecovery,
+	// variantBLedger), by name;
 	// absent when it uses none.
 	Revisions map[string]int `json:",omitempty"`
 
@@ -148,6 +158,9 @@ func (c Config) KeyFields() KeyFields {
 	k.finish(c.qdiscSpecs())
 	if k.Transport == "tcp" && (k.Knobs["cc"] == tcp.ShadowReno || k.Knobs["tcp"] == "shadow") {
 		k.revise("shadow-reno-recovery", shadowRenoRecovery)
+	}
+	if a, err := arms.LookupArm(c.Arm); err == nil && a.Variant == arms.VariantB {
+		k.revise("variant-b-ledger", variantBLedger)
 	}
 	return k
 }

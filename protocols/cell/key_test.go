@@ -99,3 +99,25 @@ func TestMigrateRekeys(t *testing.T) {
 	require.NoError(t, bare.Migrate())
 	require.Equal(t, "bare", bare.Key, "a record without its settings keeps its key")
 }
+
+// TestVariantBLedgerKey: a variant B cell's key carries the claim
+// ledger's revision (protocols/partial), under its catalogue and its
+// published name, and the revision alone changes the key; a
+// whole-message cell's key does not carry it.
+func TestVariantBLedgerKey(t *testing.T) {
+	p, _ := LookupProfile("harness")
+	for _, arm := range []string{"bfixed_32k", "bcodedfc1", "B tuned 32k"} {
+		c := Config{Arm: arm, Seed: 7, N: 30, Degree: 12, Payload: 1 << 20, Profile: p}
+		k := c.KeyFields()
+		require.Equal(t, variantBLedger, k.Revisions["variant-b-ledger"], arm)
+		before := k
+		before.Revisions = maps.Clone(k.Revisions)
+		delete(before.Revisions, "variant-b-ledger")
+		require.NotEqual(t, k.hash(), before.hash(), arm)
+		require.Equal(t, k.hash(), c.Key(), arm)
+	}
+	for _, arm := range []string{"wholend", "atuned_32k"} {
+		c := Config{Arm: arm, Seed: 7, N: 30, Degree: 12, Payload: 1 << 20, Profile: p}
+		require.NotContains(t, c.KeyFields().Revisions, "variant-b-ledger", arm)
+	}
+}

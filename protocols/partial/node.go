@@ -2,6 +2,8 @@
 // go-libp2p-pubsub's partial-messages extension (/meshsub/1.3.0), with
 // per-peer bitmaps of held and wanted parts, a push policy and a claim
 // ledger (docs/references.md, "Variant B"; the report's Appendix A).
+// docs/variant-b.md compares it, rule by rule, with the study's rules and
+// the extension's spec.
 //
 // The study's own implementation is not available; this one is written
 // from the description, and where the description is silent it makes a
@@ -15,20 +17,27 @@
 //     (part, peer), and sends its held bitmap to every mesh peer. Known
 //     holders are peers whose bitmap shows the part or who sent it.
 //   - Claim ledger: every pass (on news, and every retry interval while
-//     incomplete) each missing part without an open claim is claimed from
-//     a peer known to hold it, at most ClaimsPerPeer fresh claims per peer
-//     per pass, preferring peers not struck out, then the peer asked for
-//     that part the fewest times (so retries cycle through the holders),
-//     then the one with the fewest open claims, then rendezvous rank. A claim not answered
-//     within the request timeout is a strike; at StrikeCap strikes a peer
-//     is struck out for StrikeMemory: passed over while another holder is
-//     free, claimed from when none is (our reading of "strike cap 1 with a
-//     30 s memory"; excluding struck peers outright left nodes stuck once
-//     every holder had timed out once).
-//   - The request timeout is 16 × u, u starting at 25 ms (Timeout0 = 400
-//     ms) and following the observed claim-to-part times (an exponentially
-//     weighted mean, weight 1/8): our reading of "16 × 25 ms and adaptive
-//     to observed response times".
+//     incomplete) missing parts without an open claim are claimed, in
+//     index order, each from a peer known to hold it, at most
+//     ClaimsPerPeer fresh claims per peer per pass, and no more parts than
+//     completion still needs (need − held − open claims: every missing
+//     part for B tuned, fewer for coded B once parts are on their way).
+//     The peer: not struck out first, then the peer asked for that part
+//     the fewest times (so retries cycle through the holders), then the
+//     one with the fewest open claims, then rendezvous rank. A claim ends
+//     when its part arrives, from any peer; only the claimed peer's
+//     answer is a response-time sample. A claim whose part is still
+//     missing at the request timeout is a strike, and the part is claimed
+//     again; at StrikeCap strikes a peer is struck out for StrikeMemory:
+//     passed over while another holder is free, claimed from when none is
+//     (our reading of "strike cap 1 with a 30 s memory"; excluding struck
+//     peers outright left nodes stuck once every holder had timed out
+//     once).
+//   - The request timeout is per peer: 16 × u, u starting at 25 ms
+//     (Timeout0 = 400 ms) for a peer not yet heard from and following that
+//     peer's observed claim-to-part times (an exponentially weighted mean,
+//     weight 1/8): our reading of "16 × 25 ms and adaptive to observed
+//     response times" with the study's report's per-peer timeout.
 //   - Push grace (ours): a claim for a part the node pushed to that peer
 //     less than PushGrace ago is not answered again; the push is in flight.
 //   - A complete node keeps serving and volunteering but claims no more.
@@ -102,17 +111,15 @@ type Node struct {
 	ps     *pubsub.PubSub
 	onDone func(time.Time)
 
-	mu      sync.Mutex // guards ps (set after the extension is built)
-	parts   [][]byte   // held parts, nil where missing
-	held    int
-	done    bool
-	peers   map[peer.ID]*peerInfo
-	claims  map[int]claim           // part: the open claim
-	tries   map[int]map[peer.ID]int // part: claims sent per peer
-	srtt    time.Duration           // mean claim-to-part time, 0 before the first
-	timeout time.Duration
-	timer   *time.Timer
-	Stats   Stats
+	mu     sync.Mutex // guards ps (set after the extension is built)
+	parts  [][]byte   // held parts, nil where missing
+	held   int
+	done   bool
+	peers  map[peer.ID]*peerInfo
+	claims map[int]claim           // part: the open claim
+	tries  map[int]map[peer.ID]int // part: claims sent per peer
+	timer  *time.Timer
+	Stats  Stats
 }
 
 // Stats counts one node's ledger, for records and tests.
@@ -126,7 +133,8 @@ type peerInfo struct {
 	pushedAt   map[int]time.Time
 	strikes    int
 	struckTill time.Time
-	open       int // open claims
+	open       int           // open claims
+	srtt       time.Duration // mean claim-to-part time, 0 before the first
 }
 
 type claim struct {
@@ -147,7 +155,7 @@ func New(p Params, topic string, group []byte, total, need int, onDone func(time
 		return nil, fmt.Errorf("variant B: %d of %d parts", need, total)
 	}
 	n := &Node{p: p, topic: topic, group: slices.Clone(group), total: total, need: need, onDone: onDone,
-		parts: make([][]byte, total), peers: map[peer.ID]*peerInfo{}, claims: map[int]claim{}, tries: map[int]map[peer.ID]int{}, timeout: p.Timeout0}
+		parts: make([][]byte, total), peers: map[peer.ID]*peerInfo{}, claims: map[int]claim{}, tries: map[int]map[peer.ID]int{}}
 	n.ext = &partialmessages.PartialMessagesExtension[PeerState]{
 		Logger:        slog.New(slog.DiscardHandler),
 		OnIncomingRPC: n.onIncoming,
@@ -269,20 +277,7 @@ func (n *Node) onIncoming(from peer.ID, _ map[peer.ID]PeerState, rpc *pb.Partial
 		if err != nil {
 			return fmt.Errorf("variant B: from %s: %w", from, err)
 		}
-		for _, f := range frames {
-			pi.has[f.index] = true
-			if c, ok := n.claims[f.index]; ok && c.peer == from {
-				n.answered(c, now)
-			}
-			if n.parts[f.index] != nil {
-				n.Stats.Duplicates++
-				continue
-			}
-			n.parts[f.index] = f.data
-			n.held++
-			fresh = append(fresh, f.index)
-		}
-		n.complete(now)
+		fresh = n.take(from, frames, now)
 	}
 	var wants []int
 	if md := rpc.GetPartsMetadata(); len(md) > 0 {
@@ -306,6 +301,26 @@ func (n *Node) onIncoming(from peer.ID, _ map[peer.ID]PeerState, rpc *pb.Partial
 		return n.spread(mesh, now, fresh, map[peer.ID][]int{from: wants})
 	})
 	return nil
+}
+
+// take stores the parts that came from peer from, closes their claims,
+// notes completion, and returns the indices of the parts new to the node.
+func (n *Node) take(from peer.ID, frames []frame, now time.Time) []int {
+	pi := n.peer(from)
+	var fresh []int
+	for _, f := range frames {
+		pi.has[f.index] = true
+		n.arrived(f.index, from, now)
+		if n.parts[f.index] != nil {
+			n.Stats.Duplicates++
+			continue
+		}
+		n.parts[f.index] = f.data
+		n.held++
+		fresh = append(fresh, f.index)
+	}
+	n.complete(now)
+	return fresh
 }
 
 // onGossip sends the held bitmap to the heartbeat's gossip peers.
@@ -398,9 +413,13 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 	if n.done {
 		return nil
 	}
+	budget := n.need - n.held - len(n.claims) // parts completion still needs
 	fresh := map[peer.ID]int{}
 	wants := map[peer.ID][]int{}
 	for i := range n.total {
+		if budget <= 0 {
+			break
+		}
 		if n.parts[i] != nil {
 			continue
 		}
@@ -429,6 +448,7 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 		if bestInfo == nil {
 			continue
 		}
+		budget--
 		fresh[best]++
 		bestInfo.open++
 		if tries == nil {
@@ -436,32 +456,45 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 			n.tries[i] = tries
 		}
 		tries[best]++
-		n.claims[i] = claim{peer: best, at: now, deadline: now.Add(n.timeout)}
+		n.claims[i] = claim{peer: best, at: now, deadline: now.Add(n.timeoutFor(bestInfo))}
 		n.Stats.Claims++
 		wants[best] = append(wants[best], i)
 	}
 	return wants
 }
 
-// answered closes claim c with a response-time sample.
-func (n *Node) answered(c claim, now time.Time) {
-	for i, x := range n.claims {
-		if x == c {
-			delete(n.claims, i)
-			break
-		}
+// arrived closes the open claim for part i, which has come from peer
+// from: the claimed peer's answer is a sample of its response time; a
+// part from another peer (a push, or a claim that timed out before)
+// closes the claim without a sample and without a strike.
+func (n *Node) arrived(i int, from peer.ID, now time.Time) {
+	c, ok := n.claims[i]
+	if !ok {
+		return
 	}
-	n.peer(c.peer).open--
+	delete(n.claims, i)
+	pi := n.peer(c.peer)
+	pi.open--
+	if c.peer != from {
+		return
+	}
 	n.Stats.Answered++
-	sample := now.Sub(c.at)
-	if n.srtt == 0 {
-		n.srtt = sample
+	sample := max(now.Sub(c.at), time.Nanosecond) // 0 is "no sample"
+	if pi.srtt == 0 {
+		pi.srtt = sample
 	} else {
-		n.srtt += (sample - n.srtt) / 8
+		pi.srtt += (sample - pi.srtt) / 8
 	}
-	if !n.p.Fixed {
-		n.timeout = time.Duration(n.p.TimeoutMult) * n.srtt
+}
+
+// timeoutFor is the request timeout of a claim to the peer: TimeoutMult ×
+// its mean response time, Timeout0 before its first answer (or always,
+// with Fixed).
+func (n *Node) timeoutFor(pi *peerInfo) time.Duration {
+	if n.p.Fixed || pi.srtt == 0 {
+		return n.p.Timeout0
 	}
+	return time.Duration(n.p.TimeoutMult) * pi.srtt
 }
 
 // arm keeps the pass timer running while the node is incomplete.
