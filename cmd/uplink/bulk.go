@@ -25,13 +25,40 @@ import (
 )
 
 func cmdBulk(args []string, stdout, stderr io.Writer) error {
+	inv, err := parseBulk(args, stderr)
+	if err != nil || inv == nil {
+		return err
+	}
+	if inv.listQdiscs {
+		printQdiscs(stdout)
+		return nil
+	}
+	return inv.run(stdout, stderr)
+}
+
+// bulkInvocation is a parsed uplink bulk command line: the transfer's
+// configuration and how to run it.
+type bulkInvocation struct {
+	cfg                      bulk.Config
+	setup                    string
+	tcpPreset, backend, rate string
+	procs, gcPercent         int
+	reproducible, listQdiscs bool
+	cpuprofile, outPath      string
+	obsFlags                 *observeFlags
+}
+
+// parseBulk reads uplink bulk's flags, with the --setup's values under
+// the flags given, into a configuration; nil, nil for --help.
+func parseBulk(args []string, stderr io.Writer) (*bulkInvocation, error) {
 	fs := pflag.NewFlagSet("uplink bulk", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	transport := fs.String("transport", "quic", "transport: quic (quic-go on virtual UDP) or tcp (uplink's TCP model)")
 	tcpPreset := fs.String("tcp", "linux", "TCP model of --transport tcp: linux (CUBIC with HyStart, SACK, pacing, Linux's delayed ACKs and autotuning) or shadow (Shadow's Reno, no SACK, unpaced, Shadow's delayed ACKs and autotuning)")
 	ccS := fs.String("cc", "", "congestion control of --transport tcp, over the --tcp model's: cubic, newreno or shadow-reno")
 	pacingS := fs.String("pacing", "", "pacing of --transport tcp, over the --tcp model's: on or off")
-	rateS := fs.String("rate", "1Gbit", "rate of every uplink and downlink, with its unit: 50Mbit, 1Gbit (bit/s; a bare number is refused)")
+	setupS := fs.String("setup", "", "a Linux setup's values of the flags not given (docs/model.md, Linux setups): loopback-netem (lo, MTU 65536, unshaped, netem both ways with its 1000-packet limit, GSO) or veth-htb (veth MTU 1500, HTB with a pfifo leaf at --rate each way, netem, GSO); both with Linux's default sysctls, CUBIC unpaced and blocking UDP sends")
+	rateS := fs.String("rate", "1Gbit", "rate of every uplink and downlink, with its unit: 50Mbit, 1Gbit (bit/s; a bare number is refused), or unlimited (no serialisation, as loopback)")
 	rttS := fs.String("rtt", "40ms", "round-trip propagation delay, split evenly between the directions")
 	lossS := fs.String("loss", "0", "random loss per packet and direction (0.5% or 0.005)")
 	durS := fs.String("duration", "10s", "virtual time to send for (ignored with --bytes)")
@@ -55,50 +82,64 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "uplink", "the network: uplink (uplink's model) or simnet (github.com/marcopolo/simnet v0.0.7, the study's harness network: QUIC only, its own FQ-CoDel and one-MTU token bucket on every link, no loss, no --qdisc, --host-rate or --block-sends)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return nil
+			return nil, nil
 		}
-		return usageError{err}
+		return nil, usageError{err}
 	}
 	if *listQdiscs {
-		printQdiscs(stdout)
-		return nil
+		return &bulkInvocation{listQdiscs: true}, nil
+	}
+	if *setupS != "" {
+		setup, err := findSetup(*setupS)
+		if err != nil {
+			return nil, err
+		}
+		if err := setup.apply(fs, *transport); err != nil {
+			return nil, err
+		}
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("bulk: unexpected argument %q", fs.Arg(0))}
+		return nil, usageError{fmt.Errorf("bulk: unexpected argument %q", fs.Arg(0))}
 	}
 	cfg := bulk.Config{Transport: *transport, Seed: *seed}
 	var err error
-	if cfg.Rate, err = flagRate("rate", *rateS); err != nil {
-		return err
+	if *rateS != unlimitedRate {
+		if cfg.Rate, err = flagRate("rate", *rateS); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.RTT, err = flagDuration("rtt", *rttS, 0, 2*des.MaxLatency); err != nil {
-		return err
+		return nil, err
+	}
+	if cfg.Rate == 0 && cfg.RTT == 0 {
+		// Nothing would bound the transfer's speed.
+		return nil, usageError{errors.New("--rate unlimited needs a positive --rtt")}
 	}
 	if cfg.Loss, err = flagFraction("loss", *lossS); err != nil {
-		return err
+		return nil, err
 	}
 	if *sizeS != "" {
 		if cfg.Bytes, err = flagSize("bytes", *sizeS, 1, des.MaxBytes); err != nil {
-			return err
+			return nil, err
 		}
 		// At the link rate alone the transfer takes bytes·8/rate: bound it
 		// as a run's virtual length is bounded.
-		if least := float64(cfg.Bytes) * 8 / float64(cfg.Rate); least > des.MaxVirtual.Seconds() {
-			return usageError{fmt.Errorf("--bytes %s at --rate %s takes at least %.0f s of virtual time; at most %v (send fewer bytes or raise the rate)", *sizeS, *rateS, least, des.MaxVirtual)}
+		if least := float64(cfg.Bytes) * 8 / float64(cfg.Rate); cfg.Rate > 0 && least > des.MaxVirtual.Seconds() {
+			return nil, usageError{fmt.Errorf("--bytes %s at --rate %s takes at least %.0f s of virtual time; at most %v (send fewer bytes or raise the rate)", *sizeS, *rateS, least, des.MaxVirtual)}
 		}
 	} else if cfg.Duration, err = flagDuration("duration", *durS, 1, des.MaxVirtual); err != nil {
-		return err
+		return nil, err
 	} else if most := float64(cfg.Rate) / 8 * cfg.Duration.Seconds() * float64(max(*flows, 1)); most > float64(des.MaxBytes) {
 		// What a run may send is bounded as --bytes is.
-		return usageError{fmt.Errorf("--duration %s at --rate %s may send %.1f TiB; at most %s (shorten the run or lower the rate)", *durS, *rateS, most/(1<<40), des.FormatBytes(des.MaxBytes))}
+		return nil, usageError{fmt.Errorf("--duration %s at --rate %s may send %.1f TiB; at most %s (shorten the run or lower the rate)", *durS, *rateS, most/(1<<40), des.FormatBytes(des.MaxBytes))}
 	}
 	for _, kv := range *qdiscs {
 		dir, spec, ok := strings.Cut(kv, "=")
 		if !ok || spec == "" {
-			return usageError{fmt.Errorf("--qdisc %q: want DIR=SPEC with DIR up, down or host", kv)}
+			return nil, usageError{fmt.Errorf("--qdisc %q: want DIR=SPEC with DIR up, down or host", kv)}
 		}
 		if _, err := queues.New(spec, rand.New(rand.NewPCG(1, 1))); err != nil {
-			return usageError{fmt.Errorf("--qdisc %s: %w", dir, err)}
+			return nil, usageError{fmt.Errorf("--qdisc %s: %w", dir, err)}
 		}
 		switch dir {
 		case "up":
@@ -108,74 +149,87 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 		case "host":
 			cfg.HostQdisc = spec
 		default:
-			return usageError{fmt.Errorf("--qdisc %q: unknown direction %q; valid: up, down, host", kv, dir)}
+			return nil, usageError{fmt.Errorf("--qdisc %q: unknown direction %q; valid: up, down, host", kv, dir)}
 		}
 	}
 	if cfg.HostRate, err = flagRate("host-rate", *hostRateS); err != nil {
-		return err
+		return nil, err
 	}
 	if *flows < 1 || *flows > 255 {
-		return usageError{fmt.Errorf("--flows %d: want 1 to 255", *flows)}
+		return nil, usageError{fmt.Errorf("--flows %d: want 1 to 255", *flows)}
 	}
 	cfg.Flows = *flows
 	switch *transport {
 	case "quic":
 		for _, name := range []string{"tcp", "cc", "pacing"} {
 			if fs.Changed(name) {
-				return usageError{fmt.Errorf("--%s applies to TCP: add --transport tcp, or drop --%s for QUIC", name, name)}
+				return nil, usageError{fmt.Errorf("--%s applies to TCP: add --transport tcp, or drop --%s for QUIC", name, name)}
 			}
 		}
 	case "tcp":
 		if *block {
-			return usageError{errors.New("--block-sends applies to QUIC's UDP sockets (TCP keeps its own send buffer): drop it with --transport tcp")}
+			return nil, usageError{errors.New("--block-sends applies to QUIC's UDP sockets (TCP keeps its own send buffer): drop it with --transport tcp")}
 		}
 		tc, err := tcpConfig(*tcpPreset, *ccS, *pacingS)
 		if err != nil {
-			return usageError{err}
+			return nil, usageError{err}
 		}
 		cfg.TCP = &tc
 	default:
-		return usageError{fmt.Errorf("--transport %q: valid transports are: quic, tcp", *transport)}
+		return nil, usageError{fmt.Errorf("--transport %q: valid transports are: quic, tcp", *transport)}
 	}
 	if err := lf.apply(fs, &cfg); err != nil {
-		return err
+		return nil, err
 	}
 	if err := flagCount("gomaxprocs", *procs, 1, maxProcs); err != nil {
-		return err
+		return nil, err
 	}
 	if *block {
 		cfg.SendMode = netmodel.BlockWhenFull
 	}
 	if *gso && cfg.Transport != "quic" {
-		return usageError{errors.New("--gso applies to QUIC's UDP sockets (TCP sends segment by segment): drop it with --transport tcp")}
+		return nil, usageError{errors.New("--gso applies to QUIC's UDP sockets (TCP sends segment by segment): drop it with --transport tcp")}
 	}
 	cfg.GSO = *gso
 	limit, err := des.ParseInt(*netemLimitS, 0, queues.MaxSpecPackets)
 	if err != nil {
-		return flagErr("netem-limit", err)
+		return nil, flagErr("netem-limit", err)
 	}
 	cfg.NetemLimit = int(limit)
 	if cfg.CPU, err = des.ParseCPU(*cpuS); err != nil {
-		return flagErr("cpu", err)
+		return nil, flagErr("cpu", err)
 	}
 	switch *backend {
 	case "uplink":
 	case bulk.BackendSimnet:
 		if err := checkSimnetBulk(fs, cfg, *block, *reproducible); err != nil {
-			return usageError{err}
+			return nil, usageError{err}
 		}
 		cfg.Backend = bulk.BackendSimnet
 	default:
-		return usageError{fmt.Errorf("--backend %q: valid backends are: uplink, %s", *backend, bulk.BackendSimnet)}
+		return nil, usageError{fmt.Errorf("--backend %q: valid backends are: uplink, %s", *backend, bulk.BackendSimnet)}
 	}
+	return &bulkInvocation{
+		cfg: cfg, setup: *setupS, tcpPreset: *tcpPreset, backend: *backend, rate: *rateS,
+		procs: *procs, gcPercent: *gcPercent, reproducible: *reproducible,
+		cpuprofile: *cpuprofile, outPath: *outPath, obsFlags: obsFlags,
+	}, nil
+}
+
+// run performs the transfer and prints (and writes) what it measured.
+func (inv *bulkInvocation) run(stdout, stderr io.Writer) error {
+	cfg := inv.cfg
 	runLen, runWhat := cfg.Duration, "--duration"
 	if cfg.Bytes > 0 {
 		// A fixed-size transfer lasts at least its bytes at the link
 		// rate; handshakes and slow start add round trips.
 		runLen = des.Time(float64(cfg.Bytes)*8*float64(cfg.Flows)/float64(cfg.Rate)*1e9) + 10*cfg.RTT
 		runWhat = "--bytes at --rate, plus ten round trips"
+		if cfg.Rate == 0 {
+			runLen, runWhat = des.MaxVirtual, "--bytes at an unlimited rate"
+		}
 	}
-	plan, err := obsFlags.check(2, runLen, runWhat)
+	plan, err := inv.obsFlags.check(2, runLen, runWhat)
 	if err != nil {
 		return err
 	}
@@ -186,21 +240,24 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 	defer obs.discard()
 
 	var opts []bubble.Option
-	if *reproducible {
-		*procs = 1
-		opts = append(opts, bubble.CryptoSeed(*seed))
+	if inv.reproducible {
+		inv.procs = 1
+		opts = append(opts, bubble.CryptoSeed(cfg.Seed))
 	}
-	runtime.GOMAXPROCS(*procs)
-	if err := checkGOGC(*gcPercent); err != nil {
+	runtime.GOMAXPROCS(inv.procs)
+	if err := checkGOGC(inv.gcPercent); err != nil {
 		return err
 	}
-	debug.SetGCPercent(*gcPercent)
-	stopProfile, err := startCPUProfile(*cpuprofile)
+	debug.SetGCPercent(inv.gcPercent)
+	stopProfile, err := startCPUProfile(inv.cpuprofile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile() // on a panic; its error is then lost
-	fmt.Fprintf(stderr, "bulk: %s on %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, *tcpPreset), *backend, cfg.Flows, *rateS, cfg.RTT, cfg.Loss, what(cfg))
+	if inv.setup != "" {
+		fmt.Fprintf(stderr, "bulk: setup %s (docs/model.md, Linux setups)\n", inv.setup)
+	}
+	fmt.Fprintf(stderr, "bulk: %s on %s, %d flow(s), %s, RTT %v, loss %g, %s\n", describeTransport(cfg, inv.tcpPreset), inv.backend, cfg.Flows, inv.rate, cfg.RTT, cfg.Loss, what(cfg))
 	var res bulk.Result
 	start := time.Now()
 	err = bubble.Run(func(*testing.T) error {
@@ -225,8 +282,8 @@ func cmdBulk(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}
-	if *outPath != "" {
-		if err := writeBulkRecord(*outPath, newBulkRecord(res, *tcpPreset, wall)); err != nil {
+	if inv.outPath != "" {
+		if err := writeBulkRecord(inv.outPath, newBulkRecord(res, inv.tcpPreset, wall)); err != nil {
 			if profErr != nil {
 				return fmt.Errorf("--out: %w; %v", err, profErr)
 			}
@@ -303,6 +360,9 @@ func describeTransport(cfg bulk.Config, preset string) string {
 	}
 	return fmt.Sprintf("%s (%s model, %s, %s)", cfg.Transport, preset, cfg.TCP.CongestionControl, pacing)
 }
+
+// unlimitedRate is --rate's value for links without serialisation.
+const unlimitedRate = "unlimited"
 
 func ms(t des.Time) float64 { return float64(t) / 1e6 }
 
