@@ -376,6 +376,54 @@ type StudyRow struct {
 	// the baseline's, censoring included (a censored baseline is above
 	// any known value), where the difference itself reads "censored".
 	BelowBase int
+	// CountsVsBase are the paired differences of the counts
+	// (StudyCounts, in that order) from the baseline's; unset for the
+	// baseline.
+	CountsVsBase []CountDiff
+}
+
+// StudyCounts are the counts a study row compares with its baseline, seed
+// by seed (StudyRow.CountsVsBase): the share of receivers complete by the
+// deadline (rate@3s), duplicates, the publisher's gossip data in MiB
+// (publisher_bytes), and queue drops (of records that counted them).
+var StudyCounts = []string{"rate@3s", "dups", "publisher MiB", "queue drops"}
+
+// CountDiff is the median across the paired seeds of a count's
+// difference from the baseline's (the row's minus the baseline's, in the
+// count's unit), with the seeds' range; Seeds is how many seeds paired, 0
+// when none did.
+type CountDiff struct {
+	Median, Lo, Hi float64
+	Seeds          int
+}
+
+// recordCounts are a record's StudyCounts, NaN where the record has none.
+func recordCounts(r *cell.Record) []float64 {
+	rate, drops := math.NaN(), math.NaN()
+	if r.RateN > 0 {
+		rate = float64(r.RateK) / float64(r.RateN)
+	}
+	if r.QueueDropsCounted() {
+		drops = float64(r.Drops["queue"])
+	}
+	return []float64{rate, float64(r.Dups), float64(r.PubBytes) / (1 << 20), drops}
+}
+
+// countDiffs pairs two variants' counts by seed.
+func countDiffs(mine, theirs map[int][]float64) []CountDiff {
+	out := make([]CountDiff, len(StudyCounts))
+	for k := range StudyCounts {
+		var d []float64
+		for seed, v := range mine {
+			if b, ok := theirs[seed]; ok && !math.IsNaN(v[k]) && !math.IsNaN(b[k]) {
+				d = append(d, v[k]-b[k])
+			}
+		}
+		if len(d) > 0 {
+			out[k] = CountDiff{Median: median(d), Lo: slices.Min(d), Hi: slices.Max(d), Seeds: len(d)}
+		}
+	}
+	return out
 }
 
 // Table computes the study's table from records (by Config.Key).
@@ -384,18 +432,21 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 		variant int
 		arm     string // the catalogue name
 	}
-	bySeed := map[ref]map[int]Value{} // the compared statistic by seed
+	bySeed := map[ref]map[int]Value{}           // the compared statistic by seed
+	countsBySeed := map[ref]map[int][]float64{} // recordCounts by seed
 	var out []StudyRow
 	for _, c := range cells {
 		row := StudyRow{Variant: s.Variants[c.Variant].Label, Arm: c.Arm.Published}
 		var p50, p99 []Value
 		var dups, rx, drops, cwnd, lost, rate []float64
 		seedVals := map[int]Value{}
+		seedCounts := map[int][]float64{}
 		for i, cfg := range c.Configs {
 			r := records[cfg.Key()]
 			if r == nil {
 				continue
 			}
+			seedCounts[int(c.Seeds[i])] = recordCounts(r)
 			v := ptrValue(r.P50S)
 			p50 = append(p50, v)
 			p99 = append(p99, ptrValue(r.P99S))
@@ -414,6 +465,7 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			}
 		}
 		bySeed[ref{c.Variant, c.Arm.Name}] = seedVals
+		countsBySeed[ref{c.Variant, c.Arm.Name}] = seedCounts
 		row.CwndKiB, row.LostBefore, row.ByDeadline = math.NaN(), math.NaN(), math.NaN()
 		if len(rate) > 0 {
 			row.ByDeadline = median(rate)
@@ -445,6 +497,7 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 		}
 		mine, theirs := bySeed[ref{c.Variant, c.Arm.Name}], bySeed[against]
 		out[i].VsBase = pairedBySeed(mine, theirs)
+		out[i].CountsVsBase = countDiffs(countsBySeed[ref{c.Variant, c.Arm.Name}], countsBySeed[against])
 		for seed, v := range mine {
 			if b, ok := theirs[seed]; ok && v.Less(b) {
 				out[i].BelowBase++

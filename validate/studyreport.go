@@ -37,6 +37,23 @@ func WriteStudyReport(dir string, s Study, cells []StudyCell, records map[string
 }
 
 // studyMarkdown is report.md's text.
+// formatCountDiff writes a count's paired difference: signed, with its
+// range; rate@3s in percentage points; n/a when no seed paired.
+func formatCountDiff(name string, d CountDiff) string {
+	if d.Seeds == 0 {
+		return "n/a"
+	}
+	f, scale := "%+.0f", 1.0
+	switch name {
+	case "rate@3s":
+		f, scale = "%+.0f pp", 100
+	case "publisher MiB":
+		f = "%+.2f"
+	}
+	v := func(x float64) string { return strings.Replace(fmt.Sprintf(f, x*scale), "-", "−", 1) }
+	return fmt.Sprintf("%s [%s, %s]", v(d.Median), v(d.Lo), v(d.Hi))
+}
+
 func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Study %s\n\n%s\n\n", s.Name, s.Question)
@@ -70,6 +87,26 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 			paired(r), paired(rows99[i]), r.Dups, FormatCount(r.QueueDrops))
 	}
 	fmt.Fprintf(&b, "\nPaired: the median across seeds of the per-seed difference from %s, in percent, with the seeds' range in brackets.\n", against)
+	fmt.Fprintf(&b, "\nCounts against %s, seed by seed: the median of the per-seed differences (this row's minus %s's) with the seeds' range; rate@3s in percentage points of the receivers, publisher MiB the gossip data the publisher queued, queue drops only from records that counted them.\n\n", against, against)
+	b.WriteString("| variant | arm | seeds paired |")
+	for _, name := range StudyCounts {
+		b.WriteString(" " + name + " |")
+	}
+	b.WriteString("\n| --- | --- | ---: |" + strings.Repeat(" ---: |", len(StudyCounts)) + "\n")
+	for _, r := range rows50 {
+		if r.CountsVsBase == nil {
+			continue
+		}
+		paired := 0
+		for _, d := range r.CountsVsBase {
+			paired = max(paired, d.Seeds)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d |", r.Variant, r.Arm, paired)
+		for k, d := range r.CountsVsBase {
+			b.WriteString(" " + formatCountDiff(StudyCounts[k], d) + " |")
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(s.Table(cells, records)))
 	return b.String()
 }
