@@ -10,10 +10,11 @@ import (
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/sweep"
 )
 
 // memHelp describes --mem (run and validate).
-const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo); a sweep whose --jobs largest cells need more (by cell.EstimateMemory) is refused before it starts"
+const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo); a sweep whose --jobs largest cells need more (by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory) is refused before it starts"
 
 // checkCells makes, before any cell starts, every check a cell process
 // would make of its configuration, and checks that the jobs largest cells
@@ -33,7 +34,9 @@ func checkCells(cfgs []cell.Config, jobs int, memS string) error {
 }
 
 // checkMemory checks that the jobs largest cells fit in memory at once
-// (memS, or the machine's available memory).
+// (memS, or the machine's available memory), each cell's memory its
+// sweep.EstimateCost: measured where the committed resource table has its
+// kind.
 func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
 	if len(cfgs) == 0 {
 		return nil
@@ -48,7 +51,7 @@ func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
 	est := make([]int64, len(cfgs))
 	big := 0 // the largest cell
 	for i, c := range cfgs {
-		est[i] = c.EstimateMemory()
+		est[i] = sweep.EstimateCost(c).RSS
 		if est[i] > est[big] {
 			big = i
 		}
@@ -66,7 +69,7 @@ func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
 		return nil
 	}
 	if at == 1 {
-		return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (cell.EstimateMemory); %s is %s: use fewer nodes or a smaller degree, or state the memory with --mem",
+		return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, or state the memory with --mem",
 			n, degree, des.FormatBytes(int64(payload)), fmtGiB(need), source, fmtGiB(mem))}
 	}
 	return usageError{fmt.Errorf("--jobs %d: %d cells at once need about %s (the largest, %d nodes at degree %d, about %s); %s is %s: lower --jobs, or state the memory with --mem",
