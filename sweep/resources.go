@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
@@ -159,7 +160,7 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 			enc = "raw"
 		}
 		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s | %d | %d | %.1f, %.1f | %.0f, %.0f | %s |\n",
-			r.Nodes, r.Degree, payloadLabel(r.Payload), r.Arm, r.Transport, r.Profile, network, enc, r.Partitions, r.Cells,
+			r.Nodes, r.Degree, des.FormatBytes(int64(r.Payload)), r.Arm, r.Transport, r.Profile, network, enc, r.Partitions, r.Cells,
 			r.RSSMedianMiB/1024, r.RSSMaxMiB/1024, r.WallMedianS, r.WallMaxS, strings.Join(r.Sources, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -202,7 +203,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	}
 	b.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(cols)) + "\n")
 	for _, k := range rows {
-		fmt.Fprintf(&b, "| %d, %d, %s | %s |", k.nodes, k.degree, payloadLabel(k.payload), k.arm)
+		fmt.Fprintf(&b, "| %d, %d, %s | %s |", k.nodes, k.degree, des.FormatBytes(int64(k.payload)), k.arm)
 		for _, c := range cols {
 			if r, ok := cells[k][c]; ok {
 				fmt.Fprintf(&b, " %.1f GiB, %.0f s |", r.RSSMaxMiB/1024, r.WallMedianS)
@@ -214,16 +215,6 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func payloadLabel(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // lookup finds the measured kind nearest to c: the same arm, transport,
