@@ -175,3 +175,42 @@ func TestNetemLimitTailDrop(t *testing.T) {
 	require.Len(t, *got, 15)
 	require.Equal(t, uint64(3), n.Node(1).Counters.Drops[DropNetem])
 }
+
+// TestNetemSharedQueue: with a limit of 5 and NetemShared, the two
+// directions of a pair fill one queue, as both pass lo's one root qdisc:
+// node 0 sends 3 and then node 1 sends 4 at the same instant, and node 1's
+// 3rd and 4th are dropped (5 held). Each direction alone would hold them
+// all. Packets that have arrived leave the shared queue: 10 ms later node
+// 1 sends again and it passes. A shared queue without a limit, or across
+// partitions, is refused.
+func TestNetemSharedQueue(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		sim, n := twoNodes(t, Config{Latency: FixedLatency(10 * des.Millisecond), NetemLimit: 5, NetemShared: shared}, ShaperConfig{}, nil)
+		s0, _ := n.Node(0).Bind(ProtoUDP, 1, NeverBlock)
+		s1, _ := n.Node(1).Bind(ProtoUDP, 1, NeverBlock)
+		got0, got1 := recordReads(sim, s0), recordReads(sim, s1)
+		for i := range 3 {
+			require.NoError(t, s0.Send(1, 1, payload(byte(i), 100), 0))
+		}
+		for i := range 4 {
+			require.NoError(t, s1.Send(0, 1, payload(byte(10+i), 100), 0))
+		}
+		sim.RunUntil(10 * des.Millisecond)
+		require.NoError(t, s1.Send(0, 1, payload(20, 100), sim.Now()))
+		sim.Run()
+		var ids []byte
+		for _, a := range *got0 {
+			ids = append(ids, a.ID)
+		}
+		require.Len(t, *got1, 3, "node 0's packets")
+		if !shared {
+			require.Equal(t, []byte{10, 11, 12, 13, 20}, ids)
+			continue
+		}
+		require.Equal(t, []byte{10, 11, 20}, ids)
+		require.Equal(t, uint64(2), n.Node(0).Counters.Drops[DropNetem])
+		require.ErrorContains(t, n.Inject(Crossing{At: sim.Now(), From: 0, To: 1}, sim.Now()), "shared netem queue")
+	}
+	_, err := New(des.NewSim(), Config{Latency: FixedLatency(des.Millisecond), NetemShared: true})
+	require.ErrorContains(t, err, "NetemShared without NetemLimit")
+}

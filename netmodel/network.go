@@ -118,6 +118,12 @@ type Config struct {
 	// ones of the pair are still on their way is dropped (DropNetem,
 	// counted at the receiver). 0: unlimited.
 	NetemLimit int
+	// NetemShared makes the two directions of a pair share one netem
+	// queue of NetemLimit packets, as on loopback, where both directions
+	// pass lo's one root qdisc (dev_queue_xmit on the same device). It
+	// needs NetemLimit, and one partition: a pair's two directions enter
+	// their pipes in different partitions.
+	NetemShared bool
 }
 
 // LinkConfig is one direction of a node's access link: a queue discipline
@@ -152,6 +158,7 @@ type Network struct {
 	nodes   []*Node
 	socks   []*Socket
 	pipes   map[uint64]*pipe
+	netems  map[uint64]*netemQueue
 	lossKey uint64
 	free    []*Packet
 	// freeUnits are empty GSO units (Packet.Segs not nil), kept apart
@@ -177,6 +184,9 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 	if cfg.NetemLimit < 0 {
 		return nil, fmt.Errorf("netmodel: negative netem limit %d; use 0 for unlimited", cfg.NetemLimit)
 	}
+	if cfg.NetemShared && cfg.NetemLimit == 0 {
+		return nil, errors.New("netmodel: NetemShared without NetemLimit: a shared netem queue needs a limit")
+	}
 	if cfg.RecvBlock && cfg.RecvSlots == 0 {
 		return nil, errors.New("netmodel: RecvBlock needs RecvSlots (the number of datagrams a socket holds before it blocks the link)")
 	}
@@ -194,6 +204,7 @@ func New(sim *des.Sim, cfg Config) (*Network, error) {
 		cfg:     cfg,
 		mtu:     cfg.MTU,
 		pipes:   make(map[uint64]*pipe),
+		netems:  make(map[uint64]*netemQueue),
 		lossKey: des.NewStreams(cfg.Seed).Stream("netmodel/loss").Uint64(),
 	}, nil
 }

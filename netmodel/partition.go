@@ -123,6 +123,9 @@ func (n *Network) Inject(c Crossing, end des.Time) error {
 	if !n.holds(c.To) {
 		return fmt.Errorf("netmodel: crossing from node %d to node %d, which is not in this partition", c.From, c.To)
 	}
+	if n.cfg.NetemShared {
+		return errors.New("netmodel: partitions: a shared netem queue (NetemShared) would hold packets of two partitions; use one partition")
+	}
 	if c.At < end {
 		return fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window is longer than their latency", c.From, c.To, c.At, end)
 	}

@@ -130,21 +130,27 @@ func (p *Path) dropped(pk *Packet) {
 // a FIFO; a later packet that would arrive earlier (a latency model that
 // varies per packet) is inserted in order.
 //
-// With Config.NetemLimit the pipe is also netem's queue: held lists the
-// arrival instants of the packets admitted and not yet due, soonest first,
-// as of the last departure. A packet that leaves the sender's uplink at
-// sent finds those due by then gone and the rest held; when as many as
-// the limit remain it is dropped at the tail. held is kept apart from buf
-// because a crossing from another partition is pushed at the end of the
-// window, after some of what held at its departure has already arrived:
-// counting by instants gives the same decision however the nodes are
-// split.
+// With Config.NetemLimit the pipe also passes netem's queue (q), its own
+// or, with Config.NetemShared, the one its reverse pipe passes too.
 type pipe struct {
-	net      *Network
-	to       *Node
-	buf      []pipeSlot
-	head     int
-	timer    *des.Timer
+	net   *Network
+	to    *Node
+	buf   []pipeSlot
+	head  int
+	timer *des.Timer
+	q     *netemQueue
+}
+
+// netemQueue is netem's queue in front of one pipe, or of both pipes of a
+// pair (Config.NetemShared): held lists the arrival instants of the
+// packets admitted and not yet due, soonest first, as of the last
+// departure. A packet that leaves the sender's uplink at sent finds those
+// due by then gone and the rest held; when as many as the limit remain it
+// is dropped at the tail. held is kept apart from the pipe's buf because a
+// crossing from another partition is pushed at the end of the window,
+// after some of what held at its departure has already arrived: counting
+// by instants gives the same decision however the nodes are split.
+type netemQueue struct {
 	held     []des.Time
 	heldHead int
 }
@@ -163,6 +169,16 @@ func (n *Network) pipe(from, to int) *pipe {
 		// Simultaneous arrivals go by sending node, whenever (and in
 		// whichever partition) they were scheduled.
 		pp.timer.SetOrder(from + 1)
+		if n.cfg.NetemLimit > 0 {
+			qk := k
+			if n.cfg.NetemShared {
+				qk = uint64(min(from, to))<<32 | uint64(max(from, to))
+			}
+			if pp.q = n.netems[qk]; pp.q == nil {
+				pp.q = &netemQueue{}
+				n.netems[qk] = pp.q
+			}
+		}
 		n.pipes[k] = pp
 	}
 	return pp
@@ -171,7 +187,7 @@ func (n *Network) pipe(from, to int) *pipe {
 // push puts p, which left the sender's uplink at sent, in the pipe to
 // arrive at at.
 func (pp *pipe) push(p *Packet, at, sent des.Time) {
-	if pp.net.cfg.NetemLimit > 0 && !pp.admit(at, sent) {
+	if pp.q != nil && !pp.q.admit(at, sent, pp.net.cfg.NetemLimit) {
 		pp.to.drop(p, DropNetem)
 		return
 	}
@@ -209,26 +225,27 @@ func (pp *pipe) arrive(now des.Time) {
 
 // admit applies netem's limit to a packet that left the sender at sent and
 // arrives at at: the packets admitted earlier whose arrival is still after
-// sent are in netem's queue; if they reach the limit, the packet is
-// refused (netem_enqueue's tail drop). Departures of one pair come in
-// order of sent, so those due by sent leave for good.
-func (pp *pipe) admit(at, sent des.Time) bool {
-	for pp.heldHead < len(pp.held) && pp.held[pp.heldHead] <= sent {
-		pp.heldHead++
+// sent are in netem's queue; if they reach limit, the packet is refused
+// (netem_enqueue's tail drop). Departures through one queue come in order
+// of sent (one pipe's, or a shared queue's two pipes' in one partition),
+// so those due by sent leave for good.
+func (q *netemQueue) admit(at, sent des.Time, limit int) bool {
+	for q.heldHead < len(q.held) && q.held[q.heldHead] <= sent {
+		q.heldHead++
 	}
-	if pp.heldHead == len(pp.held) {
-		pp.held, pp.heldHead = pp.held[:0], 0
-	} else if pp.heldHead >= 1024 && 2*pp.heldHead >= len(pp.held) {
-		n := copy(pp.held, pp.held[pp.heldHead:])
-		pp.held, pp.heldHead = pp.held[:n], 0
+	if q.heldHead == len(q.held) {
+		q.held, q.heldHead = q.held[:0], 0
+	} else if q.heldHead >= 1024 && 2*q.heldHead >= len(q.held) {
+		n := copy(q.held, q.held[q.heldHead:])
+		q.held, q.heldHead = q.held[:n], 0
 	}
-	if len(pp.held)-pp.heldHead >= pp.net.cfg.NetemLimit {
+	if len(q.held)-q.heldHead >= limit {
 		return false
 	}
-	i := len(pp.held)
-	pp.held = append(pp.held, at)
-	for i > pp.heldHead && pp.held[i-1] > at { // a latency that varies per packet
-		pp.held[i], pp.held[i-1] = pp.held[i-1], pp.held[i]
+	i := len(q.held)
+	q.held = append(q.held, at)
+	for i > q.heldHead && q.held[i-1] > at { // a latency that varies per packet
+		q.held[i], q.held[i-1] = q.held[i-1], q.held[i]
 		i--
 	}
 	return true

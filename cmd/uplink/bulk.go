@@ -69,6 +69,7 @@ func parseBulk(args []string, stderr io.Writer) (*bulkInvocation, error) {
 	flows := fs.Int("flows", 1, "parallel connections from node 0 to node 1")
 	gso := fs.Bool("gso", false, "QUIC: send the UDP datagrams of one instant and destination as GSO units (up to quic-go's 20 KiB batch), one packet for queues, shapers, loss and --netem-limit, split at delivery (docs/model.md)")
 	netemLimitS := fs.String("netem-limit", "0", "packets each direction's latency pipe holds, as netem's limit (tc-netem's default is 1000); a packet past it is dropped at the tail; 0: unlimited")
+	netemShared := fs.Bool("netem-shared", false, "both directions share one netem queue of --netem-limit packets, as netem on lo carries both (loopback-netem); default: a queue per direction, as netem on each end of a veth pair")
 	cpuS := fs.String("cpu", "off", "each host's CPU time per packet received (rx) and sent (tx), a time per packet and/or per wire byte, e.g. rx:3us+0.2ns/B,tx:2us+0.1ns/B: a datagram is readable, and a sent packet reaches the uplink, when the host has spent it, one packet at a time, so a receiver can fall behind and its socket buffer overflow (docs/model.md); off: none")
 	block := fs.Bool("block-sends", false, "QUIC: block UDP socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS for the run (one simulation uses one core best)")
@@ -196,6 +197,14 @@ func parseBulk(args []string, stderr io.Writer) (*bulkInvocation, error) {
 		return nil, flagErr("netem-limit", err)
 	}
 	cfg.NetemLimit = int(limit)
+	switch {
+	case *netemShared && limit == 0 && fs.Changed("netem-shared"):
+		return nil, usageError{errors.New("--netem-shared shares netem's queue between the directions: give its --netem-limit too")}
+	case limit > 0:
+		// A setup's shared queue goes with its limit: --netem-limit 0
+		// lifts both.
+		cfg.NetemShared = *netemShared
+	}
 	if cfg.CPU, err = des.ParseCPU(*cpuS); err != nil {
 		return nil, flagErr("cpu", err)
 	}
@@ -406,7 +415,11 @@ func printBulk(w io.Writer, cfg bulk.Config, r bulk.Result, wall time.Duration) 
 	row("network packets", "%d (%.1f MiB)", r.NetPackets, float64(r.NetBytes)/(1<<20))
 	row("drops: loss/queue/sockbuf", "%d / %d / %d", r.LossDrops, r.QueueDrops, r.SockDrops)
 	if cfg.NetemLimit > 0 {
-		row("drops: netem", "%d (limit %d packets per pipe)", r.NetemDrops, cfg.NetemLimit)
+		per := "per direction"
+		if cfg.NetemShared {
+			per = "shared by both directions"
+		}
+		row("drops: netem", "%d (limit %d packets %s)", r.NetemDrops, cfg.NetemLimit, per)
 	}
 	if !cfg.CPU.Off() {
 		row("host cpu", "%s", cfg.CPU)

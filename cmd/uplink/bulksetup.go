@@ -69,6 +69,10 @@ var bulkSetups = []bulkSetup{
 			// packets (iproute2 tc/q_netem.c), a tail drop at
 			// sch->q.qlen >= sch->limit (sch_netem.c, netem_enqueue).
 			{"netem-limit", "1000", ""},
+			// Both directions leave through lo, so one netem qdisc, its
+			// root, queues both (dev_queue_xmit on the same device;
+			// netem's tfifo counts every packet in sch->q.qlen).
+			{"netem-shared", "true", ""},
 			// quic-go sends GSO batches (UDP_SEGMENT) where the kernel
 			// takes them; lo has NETIF_F_GSO_SOFTWARE
 			// (loopback_setup), so a batch stays one skb through

@@ -73,6 +73,11 @@ func TestBulkSetupValues(t *testing.T) {
 	require.Zero(t, over.NetemLimit)
 	require.Equal(t, tcp.BufferSizes{Min: 4096, Default: 65536, Max: 8388608}, over.TCP.SendBuffer)
 
+	loop := parsedBulk(t, "--setup", "loopback-netem")
+	require.Equal(t, 1000, loop.NetemLimit)
+	require.True(t, loop.NetemShared, "lo's one qdisc queues both directions")
+	require.False(t, veth.NetemShared, "a netem on each veth end")
+	require.False(t, parsedBulk(t, "--setup", "loopback-netem", "--netem-limit", "0").NetemShared)
 	require.Equal(t, int64(1e9), parsedBulk(t, "--setup", "loopback-netem", "--rate", "1Gbit").Rate)
 	require.False(t, parsedBulk(t, "--setup", "loopback-netem", "--gso=false").GSO)
 	require.Equal(t, netmodel.NeverBlock, parsedBulk(t, "--setup", "veth-htb", "--block-sends=false").SendMode)
@@ -81,6 +86,7 @@ func TestBulkSetupValues(t *testing.T) {
 		{[]string{"bulk", "--setup", "lo"}, `--setup "lo": valid setups are: loopback-netem, veth-htb`},
 		{[]string{"bulk", "--rate", "unlimited", "--rtt", "0"}, "--rate unlimited needs a positive --rtt"},
 		{[]string{"bulk", "--setup", "loopback-netem", "--backend", "simnet"}, "--backend simnet"},
+		{[]string{"bulk", "--netem-shared"}, "--netem-shared shares netem's queue between the directions: give its --netem-limit too"},
 	})
 }
 

@@ -62,6 +62,10 @@ type Config struct {
 	// NetemLimit is the packets each direction's latency pipe holds, as
 	// netem's limit (netmodel.Config.NetemLimit); 0: unlimited.
 	NetemLimit int
+	// NetemShared makes the two directions share one netem queue of
+	// NetemLimit packets, as netem on lo carries both
+	// (netmodel.Config.NetemShared).
+	NetemShared bool
 	// CPU is both hosts' cost per packet received and sent
 	// (netmodel.NodeConfig.CPU); the zero value is off.
 	CPU des.CPUSpec
@@ -188,6 +192,9 @@ func (c *Config) defaults() error {
 	if c.NetemLimit < 0 {
 		return fmt.Errorf("bulk: netem limit %d: want 0 (unlimited) or more packets", c.NetemLimit)
 	}
+	if c.NetemShared && c.NetemLimit == 0 {
+		return errors.New("bulk: a shared netem queue needs a netem limit")
+	}
 	if c.Backend == BackendSimnet {
 		return nil
 	}
@@ -273,14 +280,15 @@ func newNetwork(cfg Config) (*des.Live, *netmodel.Network, error) {
 	sim := des.NewSim()
 	live := des.NewLive(sim)
 	n, err := netmodel.New(sim, netmodel.Config{
-		Latency:    netmodel.FixedLatency(cfg.RTT / 2),
-		Loss:       cfg.Loss,
-		Seed:       cfg.Seed,
-		GSO:        cfg.GSO,
-		NetemLimit: cfg.NetemLimit,
-		MTU:        cfg.MTU,
-		SockBufMax: cfg.SockBufMax,
-		SndBufMax:  cfg.SndBufMax,
+		Latency:     netmodel.FixedLatency(cfg.RTT / 2),
+		Loss:        cfg.Loss,
+		Seed:        cfg.Seed,
+		GSO:         cfg.GSO,
+		NetemLimit:  cfg.NetemLimit,
+		NetemShared: cfg.NetemShared,
+		MTU:         cfg.MTU,
+		SockBufMax:  cfg.SockBufMax,
+		SndBufMax:   cfg.SndBufMax,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("bulk: %w", err)
