@@ -51,24 +51,26 @@ type BulkRecord struct {
 // BulkConfigRecord is the configuration the transfer ran with, defaults
 // filled in.
 type BulkConfigRecord struct {
-	Transport  string         `json:"transport"`
-	Backend    string         `json:"backend"`
-	RateBps    int64          `json:"rate_bps"`
-	RTTMs      float64        `json:"rtt_ms"`
-	Loss       float64        `json:"loss"`
-	Bytes      int64          `json:"bytes,omitempty"`
-	DurationS  float64        `json:"duration_s,omitempty"`
-	Flows      int            `json:"flows"`
-	Seed       uint64         `json:"seed"`
-	UpQdisc    string         `json:"up_qdisc,omitempty"`
-	DownQdisc  string         `json:"down_qdisc,omitempty"`
-	HostQdisc  string         `json:"host_qdisc,omitempty"`
-	HostRate   int64          `json:"host_rate_bps,omitempty"`
-	BlockSends bool           `json:"block_sends"`
-	GSO        bool           `json:"gso"`
-	NetemLimit int            `json:"netem_limit"`
-	CPU        string         `json:"cpu,omitempty"`
-	TCP        *BulkTCPRecord `json:"tcp,omitempty"`
+	Transport  string  `json:"transport"`
+	Backend    string  `json:"backend"`
+	RateBps    int64   `json:"rate_bps"`
+	RTTMs      float64 `json:"rtt_ms"`
+	Loss       float64 `json:"loss"`
+	Bytes      int64   `json:"bytes,omitempty"`
+	DurationS  float64 `json:"duration_s,omitempty"`
+	Flows      int     `json:"flows"`
+	Seed       uint64  `json:"seed"`
+	UpQdisc    string  `json:"up_qdisc,omitempty"`
+	DownQdisc  string  `json:"down_qdisc,omitempty"`
+	HostQdisc  string  `json:"host_qdisc,omitempty"`
+	HostRate   int64   `json:"host_rate_bps,omitempty"`
+	BlockSends bool    `json:"block_sends"`
+	GSO        bool    `json:"gso"`
+	NetemLimit int     `json:"netem_limit"`
+	// NetemShared: both directions share the one netem queue.
+	NetemShared bool           `json:"netem_shared,omitempty"`
+	CPU         string         `json:"cpu,omitempty"`
+	TCP         *BulkTCPRecord `json:"tcp,omitempty"`
 }
 
 // BulkTCPRecord is the TCP model's settings.
@@ -161,20 +163,21 @@ func newBulkRecord(r bulk.Result, preset string, wall time.Duration) BulkRecord 
 		Schema:  bulkSchema,
 		Version: buildVersion(),
 		Config: BulkConfigRecord{
-			Transport:  cfg.Transport,
-			Backend:    "uplink",
-			RateBps:    cfg.Rate,
-			RTTMs:      ms(cfg.RTT),
-			Loss:       cfg.Loss,
-			Bytes:      cfg.Bytes,
-			Flows:      cfg.Flows,
-			Seed:       cfg.Seed,
-			UpQdisc:    cfg.UpQdisc,
-			DownQdisc:  cfg.DownQdisc,
-			HostQdisc:  cfg.HostQdisc,
-			BlockSends: cfg.SendMode == netmodel.BlockWhenFull,
-			GSO:        cfg.GSO,
-			NetemLimit: cfg.NetemLimit,
+			Transport:   cfg.Transport,
+			Backend:     "uplink",
+			RateBps:     cfg.Rate,
+			RTTMs:       ms(cfg.RTT),
+			Loss:        cfg.Loss,
+			Bytes:       cfg.Bytes,
+			Flows:       cfg.Flows,
+			Seed:        cfg.Seed,
+			UpQdisc:     cfg.UpQdisc,
+			DownQdisc:   cfg.DownQdisc,
+			HostQdisc:   cfg.HostQdisc,
+			BlockSends:  cfg.SendMode == netmodel.BlockWhenFull,
+			GSO:         cfg.GSO,
+			NetemLimit:  cfg.NetemLimit,
+			NetemShared: cfg.NetemShared,
 		},
 		ElapsedS:      r.Elapsed.Seconds(),
 		BytesReceived: r.BytesReceived,
