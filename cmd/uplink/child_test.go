@@ -173,3 +173,11 @@ func notADir(t *testing.T) string {
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
 	return filepath.Join(file, "sub")
 }
+
+// TestBracketed: the chosen word of a sysfs choice file.
+func TestBracketed(t *testing.T) {
+	require.Equal(t, "madvise", bracketed("always [madvise] never\n"))
+	require.Equal(t, "always", bracketed("[always] madvise never\n"))
+	require.Equal(t, "", bracketed("always madvise never\n"))
+	require.Equal(t, "", bracketed(""))
+}

@@ -150,6 +150,10 @@ type Record struct {
 	CtrlRxNode  float64 `json:"ctrl_rx_node_bytes"`
 	WallS       float64 `json:"wall_s"`
 	MaxRSSKB    int64   `json:"max_rss_kb"`
+	// HugePages is the host's transparent huge page mode when the cell
+	// ran ("always", "madvise", "never"; empty where unknown): with
+	// "always" the same cell takes less CPU and more memory.
+	HugePages string `json:"huge_pages,omitempty"`
 
 	// Late counts the receivers that completed more than LateAfter past
 	// the p50, or never (section 5's "late receivers"); nil when the p50
