@@ -28,9 +28,12 @@ type Variant struct {
 	Knobs     map[string]string // profile knobs over the profile's
 	Gossip    map[string]string // gossip knobs (cell.Gossip.Set) over the base's
 	Payload   int               // bytes; 0 for the study's
-	Warmup    cell.Warmup
-	BTimeout  des.Time // variant B's first request timeout (0: the arm's)
-	BFixed    bool     // variant B's timeout does not adapt
+	// Nodes, when set, is the variant's network size over the study's (a
+	// network-size study); such a study takes no --nodes.
+	Nodes    int
+	Warmup   cell.Warmup
+	BTimeout des.Time // variant B's first request timeout (0: the arm's)
+	BFixed   bool     // variant B's timeout does not adapt
 	// Partitions, when set, runs the variant's cells in that many
 	// partitions (cell.Config.Partitions) over the base's.
 	Partitions int
@@ -53,6 +56,11 @@ type Variant struct {
 	// because under it they are another arm's cell (the study's Note
 	// says why).
 	Skip []string
+}
+
+// SizesNodes reports whether a variant of s sets its own node count.
+func (s Study) SizesNodes() bool {
+	return slices.ContainsFunc(s.Variants, func(v Variant) bool { return v.Nodes != 0 })
 }
 
 // Study is one named experiment.
@@ -252,6 +260,9 @@ type StudyCell struct {
 // set; base gives the gossip knobs and the rest; knobs ("name=value")
 // override profile knobs in every variant, before the variant's own.
 func (s Study) Cells(n int, seeds []uint64, base cell.Config, knobs ...string) ([]StudyCell, error) {
+	if n != 0 && s.SizesNodes() {
+		return nil, fmt.Errorf("study %s: its variants set their own node counts; run it without --nodes", s.Name)
+	}
 	if n == 0 {
 		n = s.N
 	}
@@ -277,8 +288,12 @@ func (s Study) Cells(n int, seeds []uint64, base cell.Config, knobs ...string) (
 				continue
 			}
 			sc := StudyCell{Variant: vi, Arm: arm, Seeds: seeds}
+			vn := n
+			if v.Nodes != 0 {
+				vn = v.Nodes
+			}
 			for _, seed := range seeds {
-				cfg, err := s.config(v, arm, n, seed, base, knobs)
+				cfg, err := s.config(v, arm, vn, seed, base, knobs)
 				if err != nil {
 					return nil, fmt.Errorf("study %s, %s: %w", s.Name, v.Label, err)
 				}

@@ -327,6 +327,7 @@ type variantFile struct {
 	Knobs     map[string]string `json:"knobs"`
 	Gossip    map[string]string `json:"gossip"`
 	Payload   string            `json:"payload"`
+	Nodes     int               `json:"nodes"`
 	Skip      []string          `json:"skip"`
 	// Partitions, Replicate, Network, Encoding and Base: Variant's.
 	Partitions int    `json:"partitions"`
@@ -415,7 +416,7 @@ func ReadStudy(r io.Reader) (Study, error) {
 	labels := map[string]bool{}
 	for i, vf := range f.Variants {
 		v := Variant{Label: strings.TrimSpace(vf.Label), Profile: vf.Profile, Transport: vf.Transport, Knobs: vf.Knobs, Gossip: vf.Gossip, Skip: vf.Skip,
-			Partitions: vf.Partitions, Replicate: vf.Replicate, Network: vf.Network, Encoding: vf.Encoding, Base: vf.Base}
+			Partitions: vf.Partitions, Replicate: vf.Replicate, Network: vf.Network, Encoding: vf.Encoding, Base: vf.Base, Nodes: vf.Nodes}
 		switch {
 		case v.Network != "" && v.Network != cell.BackendSimnet:
 			return bad("variant %q: network %q: want %q, or none for uplink's model", v.Label, v.Network, cell.BackendSimnet)
@@ -423,6 +424,10 @@ func ReadStudy(r io.Reader) (Study, error) {
 			return bad("variant %q: encoding %q: want raw or snappy", v.Label, v.Encoding)
 		case v.Partitions < 0 || v.Partitions > cell.MaxPartitions:
 			return bad("variant %q: partitions %d: want 1 to %d (0: the command's --partitions)", v.Label, v.Partitions, cell.MaxPartitions)
+		case vf.Nodes != 0 && (vf.Nodes < 2 || vf.Nodes > des.MaxNodes):
+			return bad("variant %q: nodes %d: want 2 to %d (0: the study's)", v.Label, vf.Nodes, des.MaxNodes)
+		case vf.Nodes != 0 && s.Degree >= vf.Nodes:
+			return bad("variant %q: nodes %d: the study's degree %d needs more nodes", v.Label, vf.Nodes, s.Degree)
 		case v.Replicate < 0 || v.Replicate > maxReplicate:
 			return bad("variant %q: replicate %d: want 0 to %d", v.Label, v.Replicate, maxReplicate)
 		case v.Label == "":

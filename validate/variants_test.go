@@ -199,6 +199,7 @@ func TestReadStudy(t *testing.T) {
 		{`"profile": "shadow"`, `"profile": "shadow", "replicate": 1001`, `variant "b": replicate 1001: want 0 to 1000`},
 		{`"profile": "shadow"`, `"profile": "shadow", "network": "ns3"`, `variant "b": network "ns3": want "simnet"`},
 		{`"profile": "shadow"`, `"profile": "shadow", "encoding": "zip"`, `variant "b": encoding "zip": want raw or snappy`},
+		{`"profile": "shadow"`, `"profile": "shadow", "nodes": 1`, `variant "b": nodes 1: want 2 to`},
 	} {
 		require.Contains(t, ok, c.from)
 		_, err := ReadStudy(strings.NewReader(strings.Replace(ok, c.from, c.to, 1)))
@@ -279,4 +280,32 @@ func TestStudyBases(t *testing.T) {
 		require.InDelta(t, 50, r.VsBase.Median.V, 1e-9)
 	}
 	require.Contains(t, st.Reading(rows), "Against each variant's baseline")
+}
+
+// TestStudyVariantNodes: a variant's node count reaches its cells (the
+// report's degree 70 capped at nodes − 1), the other variants keep the
+// study's, the keys differ, and such a study refuses --nodes; a variant
+// smaller than the study's degree is refused.
+func TestStudyVariantNodes(t *testing.T) {
+	s, err := ReadStudy(strings.NewReader(`{"name": "size", "arms": ["wholend", "atuned"], "nodes": 12, "seeds": [7], "variants": [
+		{"label": "12 nodes", "profile": "harness"},
+		{"label": "30 nodes", "profile": "harness", "nodes": 30}]}`))
+	require.NoError(t, err)
+	require.True(t, s.SizesNodes())
+	cells, err := s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	require.Len(t, cells, 4)
+	for _, sc := range cells {
+		c := sc.Configs[0]
+		want := []int{12, 30}[sc.Variant]
+		require.Equal(t, want, c.N, sc.Arm.Name)
+		require.Equal(t, want-1, c.Degree, "70 capped at nodes − 1")
+	}
+	require.NotEqual(t, cells[0].Configs[0].Key(), cells[2].Configs[0].Key())
+	_, err = s.Cells(20, nil, cell.Config{})
+	require.ErrorContains(t, err, "its variants set their own node counts; run it without --nodes")
+	_, err = ReadStudy(strings.NewReader(`{"name": "size", "arms": ["wholend"], "nodes": 12, "degree": 8, "seeds": [7], "variants": [
+		{"label": "a", "profile": "harness"},
+		{"label": "b", "profile": "harness", "nodes": 8}]}`))
+	require.ErrorContains(t, err, `variant "b": nodes 8: the study's degree 8 needs more nodes`)
 }
