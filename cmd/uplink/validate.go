@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +54,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	fresh := of.Bool("fresh", false, "ignore the records already in --cache and --reuse (they stay in the files)")
 	anyVersion := of.Bool("any-version", false, "reuse cached records made by another uplink version (by default only this build's are reused)")
 	cachedOnly := of.Bool("cached-only", false, "run nothing: compare the records already in --cache (a cell with none prints as not run), e.g. while a long replay is still going")
+	export := of.String("export", "", "after the comparison, write the records it used (from --cache and --reuse, one per run, migrated to this schema) to this file, replacing it: a results folder's records.jsonl; not the --cache")
 	reportDir := of.String("report", "", "also write report.md, bars.png (Figure 1's style) and a completion-time CDF per column into this folder; with --study, report.md with the study's table (p50 and p99, paired per seed)")
 	if help, err := g.parse(args, stderr); help || err != nil {
 		return err
@@ -121,7 +123,10 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		if *cache == "" {
 			*cache = studyCacheName(*study)
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, *reportDir, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
+		if err := checkExport(*export, *cache); err != nil {
+			return err
+		}
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, *reportDir, *export, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -129,6 +134,9 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	}
 	if *cache == "" {
 		*cache = "validate-" + *table + ".jsonl"
+	}
+	if err := checkExport(*export, *cache); err != nil {
+		return err
 	}
 	records := map[string]*cell.Record{}
 	if !*fresh {
@@ -162,6 +170,9 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	}
 	runErr := runner(todo, records)
 	printComparison(stdout, plan, records)
+	if err := exportRecords(*export, all, records, stderr); err != nil {
+		return err
+	}
 	if *reportDir != "" {
 		if err := validate.WriteReport(*reportDir, plan, records); err != nil {
 			return err
@@ -430,7 +441,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 }
 
 // runStudy runs a study's missing cells and prints its table and reading.
-func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, reportDir string, sh shardOpts,
+func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, reportDir, export string, sh shardOpts,
 	check func([]cell.Config) error, run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, user, err := loadStudy(name)
 	if err != nil {
@@ -485,6 +496,9 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	}
 	runErr := run(todo, records)
 	printStudy(stdout, st, cells, records)
+	if err := exportRecords(export, all, records, stderr); err != nil {
+		return err
+	}
 	if reportDir != "" {
 		if err := validate.WriteStudyReport(reportDir, st, cells, records); err != nil {
 			return err
@@ -574,4 +588,58 @@ func sweepRuns(groups [][]cell.Config, records map[string]*cell.Record, sh shard
 		}
 	}
 	return all, todo, false, nil
+}
+
+// checkExport refuses an --export that is the --cache: exporting replaces
+// the file, and the cache is what a rerun resumes from.
+func checkExport(export, cache string) error {
+	if export == "" || cache == "" {
+		return nil
+	}
+	a, errA := filepath.Abs(export)
+	b, errB := filepath.Abs(cache)
+	if errA == nil && errB == nil && a == b {
+		return usageError{fmt.Errorf("--export %s is the --cache: it would replace the records a rerun resumes from; export to another file", export)}
+	}
+	return nil
+}
+
+// exportRecords writes to path (when given) the records of runs that
+// records holds, one JSON line each in the runs' order, replacing the
+// file atomically, and says how many runs had none.
+func exportRecords(path string, runs []cell.Config, records map[string]*cell.Record, stderr io.Writer) error {
+	if path == "" {
+		return nil
+	}
+	n, missing := 0, 0
+	err := writeFileAtomic(path, func(w io.Writer) error {
+		for _, c := range runs {
+			rec := records[c.Key()]
+			if rec == nil {
+				missing++
+				continue
+			}
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return fmt.Errorf("encoding the record of %s: %w", c.Key(), err)
+			}
+			if _, err := w.Write(append(b, '\n')); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("--export: %w", err)
+	}
+	fmt.Fprintf(stderr, "exported %d records to %s", n, path)
+	switch {
+	case missing == 1:
+		fmt.Fprint(stderr, " (1 run has none yet)")
+	case missing > 1:
+		fmt.Fprintf(stderr, " (%d runs have none yet)", missing)
+	}
+	fmt.Fprintln(stderr)
+	return nil
 }

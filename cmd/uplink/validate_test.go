@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestValidateReplay: a 20-node replay of two Appendix D cells end to end
@@ -98,6 +101,25 @@ func TestValidateReplay(t *testing.T) {
 	if strings.Contains(stderr.String(), "done 1/") || len(row.FindAllString(stdout.String(), -1)) != 4 || len(notRun.FindAllString(stdout.String(), -1)) != 2 {
 		t.Fatalf("--cached-only ran a cell or misprinted:\n%s\n%s", stdout.String(), stderr.String())
 	}
+	// --export writes the records the comparison used, one per run (a
+	// results folder's records), and refuses to replace the cache.
+	exported := filepath.Join(t.TempDir(), "records.jsonl")
+	eout, err := exec.Command(bin, append(slices.Clone(only), "--export", exported)...).CombinedOutput()
+	require.NoError(t, err, "%s", eout)
+	require.Contains(t, string(eout), "exported 2 records to "+exported+" (1 run has none yet)")
+	got, err := os.ReadFile(exported)
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(got), "\n"))
+	for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
+		var rec struct {
+			Key string `json:"key"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		require.Contains(t, string(data), rec.Key, "an exported record is one of the cache's")
+	}
+	eout, err = exec.Command(bin, append(slices.Clone(only), "--export", cache)...).CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(eout), "is the --cache")
 }
 
 // TestValidateStudy: a study shrunk to 12 nodes and one seed runs its five
