@@ -84,6 +84,9 @@ type Study struct {
 	// order at each size), instead of with itself under the first
 	// variant.
 	BaseArm string
+	// Claims are the hypotheses the study's answer judges (Judge), each
+	// from the paired statistic that decides it.
+	Claims []Claim
 }
 
 // CompareStat is the statistic the study compares variants by.
@@ -122,6 +125,11 @@ func Studies() []Study {
 				{Label: "shadow, fq_codel uplink", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
 				{Label: "shadow, fq_codel uplink, socket buffers capped at 212 992", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet", "sockbuf-max": "212992"}},
 			},
+			Claims: []Claim{
+				{Text: "With the uplink queue equalised (fq_codel), Shadow's C is still faster than the twin's (the residual):", Variant: "shadow, fq_codel uplink", Against: "harness (fq_codel)", Direction: -1},
+				{Text: "CoDel's drops slow the harness's C: a fair share without AQM makes it faster:", Variant: "harness, fair share without AQM", Against: "harness (fq_codel)", Direction: -1},
+				{Text: "Shadow's unbounded socket buffers make its C faster: capping them at 212 992 bytes makes it slower:", Variant: "shadow, fq_codel uplink, socket buffers capped at 212 992", Against: "shadow, fq_codel uplink", Direction: +1},
+			},
 		},
 		{
 			Name:     "b-tail",
@@ -135,6 +143,12 @@ func Studies() []Study {
 				{Label: "shadow TCP", Profile: "shadow", Transport: "tcp"},
 			},
 			Note: "quic-go's initial flow-control windows cannot be varied: go-libp2p's QUIC transport fixes its quic.Config and offers no option for them. The cap is section 5's intervention: quic-go's UDP send buffer stored at 64 KiB (the request capped at 32 KiB, the sndbuf-max knob), its receive buffer left alone; section 5's own seed-7 cells replay with --table s5_sndbuf.",
+			Claims: []Claim{
+				{Text: "B's tail is longer over QUIC than over TCP under Shadow:", Variant: "shadow QUIC, 2 × 7 MiB buffers", Against: "shadow TCP", Direction: +1},
+				{Text: "The shared send buffer makes the tail: capping it at 64 KiB shortens it:", Variant: "shadow QUIC, send buffer capped at 64 KiB (section 5)", Direction: -1},
+				{Text: "B's adaptive request timeout makes the tail: a timeout fixed at 400 ms shortens it:", Variant: "shadow QUIC, B timeout fixed at 400 ms", Direction: -1},
+				{Text: "A shorter first timeout (200 ms) shortens it:", Variant: "shadow QUIC, B timeout from 200 ms", Direction: -1},
+			},
 		},
 		{
 			Name:     "phase-queue",
@@ -146,6 +160,11 @@ func Studies() []Study {
 				{Label: "shadow QUIC, fq_codel", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
 				{Label: "shadow TCP, FIFO", Profile: "shadow", Transport: "tcp"},
 				{Label: "shadow TCP, fq_codel", Profile: "shadow", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
+			},
+			Claims: []Claim{
+				{Text: "Shadow's FIFO makes the phase shift faster over QUIC: its round-robin queue makes it slower:", Variant: "shadow QUIC, round-robin", Direction: +1},
+				{Text: "Over QUIC, fq_codel makes it slower:", Variant: "shadow QUIC, fq_codel", Direction: +1},
+				{Text: "Over TCP, fq_codel makes it slower:", Variant: "shadow TCP, fq_codel", Against: "shadow TCP, FIFO", Direction: +1},
 			},
 		},
 		{
@@ -162,6 +181,13 @@ func Studies() []Study {
 			},
 			Note: "Figure 9's arms: the three tiers, tier 3 with the discipline at every size (run below 512 KiB only: from 512 KiB tier 3 has it, so the two are one cell), " +
 				"and the reference arms A-tuned 16k and the compress-first code alone 32k. Sections 7 and 8 and their numbers are held back from the report, so there is no reference to replay.",
+			Claims: []Claim{
+				{Text: "At 128 KiB every segmented arm is faster than the whole message:", Variant: "128 KiB", AgainstArm: "wholend", Direction: -1},
+				{Text: "At 256 KiB every segmented arm is faster than the whole message:", Variant: "256 KiB", AgainstArm: "wholend", Direction: -1},
+				{Text: "At 512 KiB every segmented arm is faster than the whole message:", Variant: "512 KiB", AgainstArm: "wholend", Arms: []string{"lad_batch16", "aadaptds", "aadaptcf", "am_k64", "acodedcf"}, Direction: -1},
+				{Text: "At 1 MiB every segmented arm is faster than the whole message:", Variant: "1 MiB", AgainstArm: "wholend", Arms: []string{"lad_batch16", "aadaptds", "aadaptcf", "am_k64", "acodedcf"}, Direction: -1},
+				{Text: "At 2 MiB every segmented arm is faster than the whole message:", Variant: "2 MiB", AgainstArm: "wholend", Arms: []string{"lad_batch16", "aadaptds", "aadaptcf", "am_k64", "acodedcf"}, Direction: -1},
+			},
 		},
 		{
 			Name:     "warm-gap",
@@ -179,6 +205,11 @@ func Studies() []Study {
 				"The cwnd and lost columns are quic-go's state at the publish: the report's 320 KiB streams all start at once, overflow every queue, " +
 				"and leave the windows below quic-go's initial 40 KiB (it does not restart a window after idle); a payload warm-up of the arm's own shape does not, " +
 				"and 320 KiB streams sent one connection at a time per node (the other reading of the report's warm-up) leave them larger than the initial window.",
+			Claims: []Claim{
+				{Text: "Warming up and publishing at once slows the coded arms:", Variant: "warm, publish at once", Arms: []string{"acoded", "bcodedfc1"}, Direction: +1},
+				{Text: "The slowdown is the warm-up's load still draining: a 5 s gap makes the coded arms faster than publishing at once:", Variant: "warm, 5 s drain gap", Against: "warm, publish at once", Arms: []string{"acoded", "bcodedfc1"}, Direction: -1},
+				{Text: "A transport effect remains: after a 5 s gap the coded arms are still slower than cold:", Variant: "warm, 5 s drain gap", Against: "cold", Arms: []string{"acoded", "bcodedfc1"}, Direction: +1},
+			},
 		},
 		{
 			Name:     "pie",
@@ -195,6 +226,13 @@ func Studies() []Study {
 				{Label: "FIFO uplink, TCP unpaced", Profile: "harness", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000", "pacing": "off"}},
 			},
 			Note: "The TCP rows answer the report's inference about Shadow's unpaced TCP on a FIFO; they matter most for C.",
+			Claims: []Claim{
+				{Text: "A single FIFO makes the whole message and C faster than the harness's fair share (section 4's gap):", Variant: "FIFO uplink", Arms: []string{"wholend", "c32"}, Direction: -1},
+				{Text: "PIE (Linux's parameters) makes them faster than the fair share:", Variant: "PIE uplink, Linux parameters", Arms: []string{"wholend", "c32"}, Direction: -1},
+				{Text: "PIE makes them slower than the FIFO (between the two):", Variant: "PIE uplink, Linux parameters", Against: "FIFO uplink", Arms: []string{"wholend", "c32"}, Direction: +1},
+				{Text: "A host fq_codel in front of an access FIFO changes nothing:", Variant: "host fq_codel in front of an access FIFO", Against: "FIFO uplink", Direction: 0},
+				{Text: "Unpaced TCP on a FIFO makes C faster than paced TCP (the report's inference about Shadow's TCP):", Variant: "FIFO uplink, TCP unpaced", Against: "FIFO uplink, TCP paced", Arms: []string{"c32"}, Direction: -1},
+			},
 		},
 		harnessVsSimnet(),
 	}

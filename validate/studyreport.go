@@ -108,5 +108,11 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(s.Table(cells, records)))
+	switch a, err := s.Answer(cells, records); {
+	case err != nil:
+		fmt.Fprintf(&b, "\nAnswer: %v\n", err)
+	case a != "":
+		b.WriteString("\n" + a)
+	}
 	return b.String()
 }

@@ -548,6 +548,12 @@ func printStudy(w io.Writer, st validate.Study, cells []validate.StudyCell, reco
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nreading: %s\n", st.Reading(rows))
+	switch a, err := st.Answer(cells, records); {
+	case err != nil:
+		fmt.Fprintf(w, "\nanswer: %v\n", err)
+	case a != "":
+		fmt.Fprintf(w, "\n%s", strings.TrimPrefix(a, "## "))
+	}
 }
 
 func cmpOr(s, def string) string {

@@ -1,0 +1,279 @@
+package validate
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// A Claim is one hypothesis a study tests: that under Variant the
+// statistic Stat of each of Arms moves in Direction against the same arm
+// under Against (or against AgainstArm under Variant). The study's page
+// ends with each claim's verdict (Judge), so that the question's answer
+// is read from the paired statistic that decides it, not from prose.
+type Claim struct {
+	Text string // the hypothesis, in a sentence
+	// Variant is the label of the variant the claim is about.
+	Variant string
+	// Against is the label of the variant it is compared with; "" for
+	// the variant's baseline (the first variant, or its Base), or for
+	// Variant itself when AgainstArm is set.
+	Against string
+	// AgainstArm, when set, compares each arm with this arm (catalogue
+	// name) instead of with itself.
+	AgainstArm string
+	// Arms are catalogue names; nil for every arm of the study but
+	// AgainstArm.
+	Arms []string
+	// Stat is p50, p90, p99 or last; "" for the study's CompareStat.
+	Stat string
+	// Direction is −1 when the claim is that the statistic falls (the arm
+	// is faster), +1 when it rises, 0 when it does not move.
+	Direction int
+}
+
+// MinClaimSeeds is the fewest paired seeds a claim is judged on: fewer
+// leave it open whatever they show.
+const MinClaimSeeds = 5
+
+// Claim verdicts.
+const (
+	Supported = "supported"
+	Refuted   = "refuted"
+	Open      = "open"
+)
+
+// ClaimArm is a claim's statistic for one arm: the median and range of
+// the per-seed differences in percent of the reference (censored seeds
+// read as above any known value), how many seeds paired, and how many of
+// them moved in each direction.
+type ClaimArm struct {
+	Arm             string // the published name
+	Paired          *Paired
+	Seeds, Up, Down int
+	Censored        int // seeds on which both sides are censored
+}
+
+// ClaimVerdict is a claim judged on a study's records.
+type ClaimVerdict struct {
+	Claim   Claim
+	Verdict string // Supported, Refuted or Open
+	Why     string // for Open: what it lacks
+	Arms    []ClaimArm
+}
+
+// Judge decides a claim from the study's records:
+//   - Direction −1 or +1: supported when, for every arm, every paired
+//     seed moved in Direction; refuted when, for every arm, the median of
+//     the per-seed differences is not in Direction (zero or the other
+//     way); open otherwise (an effect in Direction smaller than the seeds'
+//     spread, arms that disagree), or with fewer than MinClaimSeeds
+//     paired seeds.
+//   - Direction 0: supported when, for every arm, the seeds moved both
+//     ways (the change is within their spread); refuted when some arm
+//     moved the same way on every seed; open with too few seeds.
+//
+// A seed whose candidate alone is censored (it never completed) moved
+// up; one whose reference alone is censored moved down; both censored,
+// it counts for neither, and a claim with such a seed is open.
+func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record) (ClaimVerdict, error) {
+	v := ClaimVerdict{Claim: c}
+	vi := s.labelIndex(c.Variant)
+	if vi < 0 {
+		return v, fmt.Errorf("study %s: claim %q: no variant %q", s.Name, c.Text, c.Variant)
+	}
+	ai := vi
+	switch {
+	case c.Against != "":
+		if ai = s.labelIndex(c.Against); ai < 0 {
+			return v, fmt.Errorf("study %s: claim %q: no variant %q", s.Name, c.Text, c.Against)
+		}
+	case c.AgainstArm == "":
+		ai = s.baseOf(vi)
+	}
+	if ai == vi && c.AgainstArm == "" {
+		return v, fmt.Errorf("study %s: claim %q compares variant %q with itself", s.Name, c.Text, c.Variant)
+	}
+	stat := c.Stat
+	if stat == "" {
+		stat = s.CompareStat()
+	}
+	against := ""
+	if c.AgainstArm != "" {
+		a, err := arms.LookupArm(c.AgainstArm)
+		if err != nil {
+			return v, fmt.Errorf("study %s: claim %q: %w", s.Name, c.Text, err)
+		}
+		against = a.Name
+	}
+	names := c.Arms
+	if names == nil {
+		names = s.Arms
+	}
+	bySeed := s.statBySeed(cells, records, stat)
+	open := ""
+	allUp, allDown, allNotDir, allBoth, someMoved := true, true, true, true, false
+	for _, name := range names {
+		arm, err := arms.LookupArm(name)
+		if err != nil {
+			return v, fmt.Errorf("study %s: claim %q: %w", s.Name, c.Text, err)
+		}
+		if arm.Name == against {
+			continue
+		}
+		refArm := arm.Name
+		if against != "" {
+			refArm = against
+		}
+		cand, ref := bySeed[statKey{vi, arm.Name}], bySeed[statKey{ai, refArm}]
+		av := ClaimArm{Arm: arm.Published}
+		pc, pr := map[int]Value{}, map[int]Value{}
+		for _, seed := range slices.Sorted(maps.Keys(cand)) {
+			r, ok := ref[seed]
+			if !ok {
+				continue
+			}
+			x := cand[seed]
+			av.Seeds++
+			pc[seed], pr[seed] = x, r
+			switch {
+			case x.Censored && r.Censored:
+				av.Censored++
+			case x.Censored || (!r.Censored && x.V > r.V):
+				av.Up++
+			case r.Censored || x.V < r.V:
+				av.Down++
+			}
+		}
+		if av.Seeds > 0 {
+			av.Paired = pairedBySeed(pc, pr)
+		}
+		v.Arms = append(v.Arms, av)
+		switch {
+		case av.Seeds < MinClaimSeeds:
+			open = fmt.Sprintf("%s has %d paired seeds, fewer than %d", arm.Published, av.Seeds, MinClaimSeeds)
+			continue
+		case av.Censored > 0:
+			open = fmt.Sprintf("%s has %d seeds censored on both sides", arm.Published, av.Censored)
+			continue
+		}
+		allUp = allUp && av.Up == av.Seeds
+		allDown = allDown && av.Down == av.Seeds
+		someMoved = someMoved || av.Up == av.Seeds || av.Down == av.Seeds
+		allBoth = allBoth && av.Up > 0 && av.Down > 0
+		med := medianSign(av)
+		allNotDir = allNotDir && med*c.Direction <= 0
+	}
+	switch {
+	case open != "":
+		v.Verdict, v.Why = Open, open
+	case len(v.Arms) == 0:
+		v.Verdict, v.Why = Open, "no arm to compare"
+	case c.Direction < 0 && allDown, c.Direction > 0 && allUp:
+		v.Verdict = Supported
+	case c.Direction != 0 && allNotDir:
+		v.Verdict = Refuted
+	case c.Direction == 0 && someMoved:
+		v.Verdict = Refuted
+	case c.Direction == 0 && allBoth:
+		v.Verdict = Supported
+	default:
+		v.Verdict, v.Why = Open, "a change smaller than the seeds' spread, or arms that disagree: more seeds"
+	}
+	return v, nil
+}
+
+// medianSign is the sign of an arm's median per-seed difference: +1, −1
+// or 0; a censored median (more than half the seeds censored) counts as
+// up.
+func medianSign(av ClaimArm) int {
+	if av.Paired == nil {
+		return 0
+	}
+	m := av.Paired.Median
+	switch {
+	case m.Censored || m.V > 0:
+		return 1
+	case m.V < 0:
+		return -1
+	}
+	return 0
+}
+
+type statKey struct {
+	variant int
+	arm     string // the catalogue name
+}
+
+// statBySeed is the statistic stat of every variant and arm, by seed.
+func (s Study) statBySeed(cells []StudyCell, records map[string]*cell.Record, stat string) map[statKey]map[int]Value {
+	out := map[statKey]map[int]Value{}
+	for _, c := range cells {
+		m := map[int]Value{}
+		for i, cfg := range c.Configs {
+			if r := records[cfg.Key()]; r != nil {
+				if val, ok := RecordStat(stat, r); ok {
+					m[int(c.Seeds[i])] = val
+				}
+			}
+		}
+		out[statKey{c.Variant, c.Arm.Name}] = m
+	}
+	return out
+}
+
+// Answer is the study's claims judged on its records, as Markdown lines:
+// the question, then each claim with its verdict and the paired statistic
+// that decides it.
+func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (string, error) {
+	if len(s.Claims) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Answer\n\nQuestion: %s\n\n", s.Question)
+	for _, c := range s.Claims {
+		v, err := s.Judge(c, cells, records)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "- %s **%s**", c.Text, v.Verdict)
+		if v.Why != "" {
+			fmt.Fprintf(&b, " (%s)", v.Why)
+		}
+		stat := c.Stat
+		if stat == "" {
+			stat = s.CompareStat()
+		}
+		ref := c.Against
+		if ref == "" && c.AgainstArm == "" {
+			ref = s.Variants[s.baseOf(s.variantIndex(c.Variant))].Label
+		}
+		what := fmt.Sprintf("%q against %q", c.Variant, ref)
+		if c.AgainstArm != "" {
+			what = fmt.Sprintf("against %s under %q", c.AgainstArm, cmp.Or(c.Against, c.Variant))
+		}
+		fmt.Fprintf(&b, ": %s of %s", stat, what)
+		var parts []string
+		for _, a := range v.Arms {
+			if a.Paired == nil {
+				parts = append(parts, a.Arm+" not run")
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s %s [%s, %s] over %d seeds (%d up, %d down)", a.Arm,
+				FormatDiff(a.Paired.Median), FormatDiff(a.Paired.Lo), FormatDiff(a.Paired.Hi), a.Seeds, a.Up, a.Down))
+		}
+		fmt.Fprintf(&b, ": %s.\n", strings.Join(parts, "; "))
+	}
+	fmt.Fprintf(&b, "\nA claim is supported when every arm's every paired seed moved its way, refuted when no arm's median moved its way (for a claim of no change: when some arm moved the same way on every seed), and open otherwise or on fewer than %d seeds.\n", MinClaimSeeds)
+	return b.String(), nil
+}
+
+// labelIndex is the index of the variant labelled label, or −1.
+func (s Study) labelIndex(label string) int {
+	return slices.IndexFunc(s.Variants, func(v Variant) bool { return v.Label == label })
+}

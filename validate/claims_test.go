@@ -1,0 +1,192 @@
+package validate
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+)
+
+// claimStudy is a study of two arms and three variants at 20 nodes over
+// seeds 7 to 11, with a record per run whose p50 is value(variant, arm,
+// seed index); NaN leaves the p50 censored, a negative value leaves the
+// run without a record.
+func claimStudy(t *testing.T, value func(variant int, arm string, seed int) float64) (Study, []StudyCell, map[string]*cell.Record) {
+	t.Helper()
+	s := Study{Name: "claims", Question: "Does it move?", Arms: []string{"c32", "wholend"}, N: 20, Payload: 1 << 20, Seeds: seeds(7, 11),
+		Variants: []Variant{
+			{Label: "base", Profile: "harness"},
+			{Label: "faster", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pie"}},
+			{Label: "mixed", Profile: "shadow"},
+		}}
+	cells, err := s.Cells(0, nil, cell.Config{Gossip: cell.StudyGossip()})
+	require.NoError(t, err)
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			v := value(c.Variant, c.Arm.Name, i)
+			if v < 0 {
+				continue
+			}
+			r := &cell.Record{Key: cfg.Key()}
+			if !math.IsNaN(v) {
+				r.P50S = &v
+			}
+			records[cfg.Key()] = r
+		}
+	}
+	return s, cells, records
+}
+
+// base: 1 s on every seed; faster: 10 % faster on every seed; mixed:
+// faster on three seeds, slower on two (median −5 %).
+func claimValues(variant int, _ string, seed int) float64 {
+	switch variant {
+	case 1:
+		return 0.9
+	case 2:
+		return []float64{0.95, 0.95, 0.95, 1.05, 1.05}[seed]
+	}
+	return 1
+}
+
+// TestJudgeDirection: a change on every seed supports its claim and
+// refutes the opposite one; a change within the seeds' spread leaves a
+// claim in its direction open and refutes the opposite one.
+func TestJudgeDirection(t *testing.T) {
+	s, cells, records := claimStudy(t, claimValues)
+	for _, c := range []struct {
+		variant string
+		dir     int
+		want    string
+	}{
+		{"faster", -1, Supported},
+		{"faster", +1, Refuted},
+		{"mixed", -1, Open},
+		{"mixed", +1, Refuted},
+	} {
+		v, err := s.Judge(Claim{Text: "x", Variant: c.variant, Direction: c.dir}, cells, records)
+		require.NoError(t, err)
+		require.Equal(t, c.want, v.Verdict, "%s %+d", c.variant, c.dir)
+		require.Len(t, v.Arms, 2)
+	}
+	v, err := s.Judge(Claim{Text: "x", Variant: "faster", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	a := v.Arms[0]
+	require.Equal(t, 5, a.Seeds)
+	require.Equal(t, 5, a.Down)
+	require.InDelta(t, -10, a.Paired.Median.V, 1e-9)
+}
+
+// TestJudgeNoChange: a claim of no change is supported by a change within
+// the spread and refuted by one on every seed.
+func TestJudgeNoChange(t *testing.T) {
+	s, cells, records := claimStudy(t, claimValues)
+	for variant, want := range map[string]string{"mixed": Supported, "faster": Refuted} {
+		v, err := s.Judge(Claim{Text: "x", Variant: variant}, cells, records)
+		require.NoError(t, err)
+		require.Equal(t, want, v.Verdict, variant)
+	}
+}
+
+// TestJudgeAgainst: a claim names the variant it compares with, or
+// another arm under the same variant.
+func TestJudgeAgainst(t *testing.T) {
+	s, cells, records := claimStudy(t, func(variant int, arm string, seed int) float64 {
+		if arm == "wholend" {
+			return 5
+		}
+		return claimValues(variant, arm, seed)
+	})
+	v, err := s.Judge(Claim{Text: "x", Variant: "mixed", Against: "faster", Arms: []string{"c32"}, Direction: +1}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Supported, v.Verdict, "0.95 and 1.05 against 0.9")
+	v, err = s.Judge(Claim{Text: "x", Variant: "base", AgainstArm: "wholend", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Supported, v.Verdict)
+	require.Len(t, v.Arms, 1, "the arm compared with is not judged against itself")
+	require.InDelta(t, -80, v.Arms[0].Paired.Median.V, 1e-9)
+
+	for _, bad := range []struct {
+		c    Claim
+		want string
+	}{
+		{Claim{Text: "x", Variant: "nope"}, `no variant "nope"`},
+		{Claim{Text: "x", Variant: "faster", Against: "nope"}, `no variant "nope"`},
+		{Claim{Text: "x", Variant: "faster", Against: "faster"}, "compares variant \"faster\" with itself"},
+		{Claim{Text: "x", Variant: "faster", Arms: []string{"nope"}}, "nope"},
+	} {
+		_, err := s.Judge(bad.c, cells, records)
+		require.ErrorContains(t, err, bad.want)
+	}
+}
+
+// TestJudgeOpen: fewer than MinClaimSeeds paired seeds, or a seed
+// censored on both sides, leave a claim open; a candidate censored alone
+// counts as slower.
+func TestJudgeOpen(t *testing.T) {
+	s, cells, records := claimStudy(t, func(variant int, arm string, seed int) float64 {
+		if variant == 1 && seed == 4 {
+			return -1 // no record
+		}
+		return claimValues(variant, arm, seed)
+	})
+	v, err := s.Judge(Claim{Text: "x", Variant: "faster", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Open, v.Verdict)
+	require.Contains(t, v.Why, "4 paired seeds, fewer than 5")
+
+	s, cells, records = claimStudy(t, func(variant int, arm string, seed int) float64 {
+		if variant == 2 {
+			return math.NaN()
+		}
+		return 1
+	})
+	v, err = s.Judge(Claim{Text: "x", Variant: "mixed", Direction: +1}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Supported, v.Verdict, "never completing is slower on every seed")
+
+	s, cells, records = claimStudy(t, func(variant int, arm string, seed int) float64 {
+		if seed == 0 && variant != 1 {
+			return math.NaN()
+		}
+		return claimValues(variant, arm, seed)
+	})
+	v, err = s.Judge(Claim{Text: "x", Variant: "mixed", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Open, v.Verdict)
+	require.Contains(t, v.Why, "censored on both sides")
+}
+
+// TestStudyAnswer: the page's answer names the question, each claim's
+// verdict and the paired statistic that decides it.
+func TestStudyAnswer(t *testing.T) {
+	s, cells, records := claimStudy(t, claimValues)
+	s.Claims = []Claim{{Text: "PIE makes C faster.", Variant: "faster", Arms: []string{"c32"}, Direction: -1}}
+	a, err := s.Answer(cells, records)
+	require.NoError(t, err)
+	require.Contains(t, a, "Question: Does it move?")
+	require.Contains(t, a, `- PIE makes C faster. **supported**: p50 of "faster" against "base": c32 −10% [−10%, −10%] over 5 seeds (0 up, 5 down).`)
+	page := studyMarkdown(s, cells, records)
+	require.True(t, strings.HasSuffix(strings.TrimSpace(page), strings.TrimSpace(a)), "the page ends with the answer")
+}
+
+// Every built-in study's claims name its variants and arms, and judge as
+// open before anything has run.
+func TestStudyClaimsJudge(t *testing.T) {
+	for _, s := range Studies() {
+		cells, err := s.Cells(20, []uint64{7}, cell.Config{Gossip: cell.StudyGossip()})
+		require.NoError(t, err)
+		if s.Name != "harness-vs-simnet" {
+			require.NotEmpty(t, s.Claims, s.Name)
+		}
+		for _, c := range s.Claims {
+			v, err := s.Judge(c, cells, nil)
+			require.NoError(t, err, "%s: %s", s.Name, c.Text)
+			require.Equal(t, Open, v.Verdict)
+		}
+	}
+}
