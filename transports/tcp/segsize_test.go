@@ -65,6 +65,18 @@ func TestLinuxMathis(t *testing.T) {
 	}
 }
 
+// unpacedLoopbackFlow is a Linux flow at MTU 65 535 (MSS 65 495),
+// unpaced, over 5 ms each way and no rate limit, always backlogged.
+func unpacedLoopbackFlow(t *testing.T) (Config, *testNet, *flow) {
+	cfg := LinuxConfig()
+	cfg.MSS = 65535 - 40
+	cfg.Pacing = false
+	tn := newTestNet(t, cfg, netmodel.Config{MTU: 65535, Latency: netmodel.FixedLatency(5 * des.Millisecond)}, link{}, link{})
+	f := tn.startFlow(0, 1, 80, 0, 1)
+	f.noHash = true
+	return cfg, tn, f
+}
+
 // TestLinuxLargeSegmentsNoStall: at MTU 65 535 (MSS 65 495), without
 // loss, 10 ms RTT and no rate limit, Linux's buffers (tcp_rmem 128 KiB to
 // start) grow: the first window carries two half-window segments
@@ -79,12 +91,7 @@ func TestLinuxMathis(t *testing.T) {
 // segment per round trip, the bytes read per round trip never exceeded
 // the first DRS measure, and the buffer never grew.
 func TestLinuxLargeSegmentsNoStall(t *testing.T) {
-	cfg := LinuxConfig()
-	cfg.MSS = 65535 - 40
-	cfg.Pacing = false
-	tn := newTestNet(t, cfg, netmodel.Config{MTU: 65535, Latency: netmodel.FixedLatency(5 * des.Millisecond)}, link{}, link{})
-	f := tn.startFlow(0, 1, 80, 0, 1)
-	f.noHash = true
+	cfg, tn, f := unpacedLoopbackFlow(t)
 	seg, sum, n := 0, 0.0, 0
 	tn.sample(0, 3*des.Second, des.Millisecond, func(now des.Time) {
 		seg = max(seg, f.cli.snd.segSize())
@@ -114,12 +121,7 @@ func TestLinuxLargeSegmentsNoStall(t *testing.T) {
 func TestWriterRunsAfterTheInstant(t *testing.T) {
 	for _, deferred := range []bool{true, false} {
 		t.Run(map[bool]string{true: "after the instant", false: "at the first ACK"}[deferred], func(t *testing.T) {
-			cfg := LinuxConfig()
-			cfg.MSS = 65535 - 40
-			cfg.Pacing = false
-			tn := newTestNet(t, cfg, netmodel.Config{MTU: 65535, Latency: netmodel.FixedLatency(5 * des.Millisecond)}, link{}, link{})
-			f := tn.startFlow(0, 1, 80, 0, 1)
-			f.noHash = true
+			_, tn, f := unpacedLoopbackFlow(t)
 			if !deferred {
 				f.cli.SetCallbacks(Callbacks{Established: f.writable, Writable: f.writable})
 			}
