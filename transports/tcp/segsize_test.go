@@ -68,6 +68,7 @@ func TestLinuxMathis(t *testing.T) {
 // unpacedLoopbackFlow is a Linux flow at MTU 65 535 (MSS 65 495),
 // unpaced, over 5 ms each way and no rate limit, always backlogged.
 func unpacedLoopbackFlow(t *testing.T) (Config, *testNet, *flow) {
+	t.Helper()
 	cfg := LinuxConfig()
 	cfg.MSS = 65535 - 40
 	cfg.Pacing = false
