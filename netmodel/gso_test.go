@@ -32,6 +32,15 @@ func recordReads(sim *des.Sim, s *Socket) *[]arrival {
 	return &got
 }
 
+// arrivalIDs are the first payload bytes of the datagrams read, in order.
+func arrivalIDs(got []arrival) []byte {
+	ids := make([]byte, len(got))
+	for i, a := range got {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
 func payload(id byte, size int) []byte {
 	b := make([]byte, size)
 	b[0] = id
@@ -150,11 +159,7 @@ func TestNetemLimitTailDrop(t *testing.T) {
 	sim.RunUntil(10 * des.Millisecond)
 	require.NoError(t, tx.Send(1, 1, payload(9, 100), sim.Now()))
 	sim.Run()
-	var ids []byte
-	for _, a := range *got {
-		ids = append(ids, a.ID)
-	}
-	require.Equal(t, []byte{0, 1, 2, 3, 4, 9}, ids)
+	require.Equal(t, []byte{0, 1, 2, 3, 4, 9}, arrivalIDs(*got))
 	require.Equal(t, uint64(extra), n.Node(1).Counters.Drops[DropNetem])
 	require.Equal(t, [NumDropReasons]uint64{}, n.Node(0).Counters.Drops)
 	require.Equal(t, "netem", DropNetem.String())
@@ -198,10 +203,7 @@ func TestNetemSharedQueue(t *testing.T) {
 		sim.RunUntil(10 * des.Millisecond)
 		require.NoError(t, s1.Send(0, 1, payload(20, 100), sim.Now()))
 		sim.Run()
-		var ids []byte
-		for _, a := range *got0 {
-			ids = append(ids, a.ID)
-		}
+		ids := arrivalIDs(*got0)
 		require.Len(t, *got1, 3, "node 0's packets")
 		if !shared {
 			require.Equal(t, []byte{10, 11, 12, 13, 20}, ids)
