@@ -87,6 +87,16 @@ func TestCommittedResultsCurrent(t *testing.T) {
 	require.Equal(t, 0, run([]string{"results", "--dir", dir, "--check"}, &out, &errb), errb.String())
 }
 
+// TestReadmeSize: the README is a user's guide of at most 15 000 bytes;
+// models, validation and results live in docs/ and results/. uplink
+// results rewrites its resources block, so a new kind of cell can push it
+// over.
+func TestReadmeSize(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(b), 15000, "README.md is %d bytes; move detail to docs/", len(b))
+}
+
 // TestResultsResourceTable: uplink results measures the records of every
 // folder into results/resources.json and resources.md, and writes the
 // brief table into the README above between its markers; --check fails,
