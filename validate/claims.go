@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -57,6 +58,80 @@ type ClaimArm struct {
 	Paired          *Paired
 	Seeds, Up, Down int
 	Censored        int // seeds on which both sides are censored
+	// RerunSpread is the arm's run-to-run spread (RerunSpread); nil when
+	// the study has no rerun of it.
+	RerunSpread *RerunSpread
+}
+
+// SpreadFactor is how many run-to-run spreads an effect must exceed to be
+// judged on a study's first five seeds: a smaller one needs all ten.
+const SpreadFactor = 3
+
+// RerunSpread is how far an arm's statistic moves when its cells run
+// again: the median over seeds of the absolute per-seed difference, in
+// percent, between a rerun variant (Variant.Replicate) and the variant
+// it repeats. Seeds censored on either side are left out.
+type RerunSpread struct {
+	Pct   float64
+	Seeds int
+}
+
+// Beyond reports whether a median effect of diff percent exceeds
+// SpreadFactor times the spread.
+func (r RerunSpread) Beyond(diff Value) bool {
+	return diff.Censored || math.Abs(diff.V) > SpreadFactor*r.Pct
+}
+
+// rerunSpreads is every arm's run-to-run spread from the study's rerun
+// variants (those with Replicate set, each against its baseline); with
+// several, an arm's largest.
+func (s Study) rerunSpreads(bySeed map[statKey]map[int]Value) map[string]RerunSpread {
+	out := map[string]RerunSpread{}
+	for vi, v := range s.Variants {
+		if v.Replicate == 0 {
+			continue
+		}
+		bi := s.baseOf(vi)
+		for k, cand := range bySeed {
+			if k.variant != vi {
+				continue
+			}
+			var abs []float64
+			for seed, x := range cand {
+				r, ok := bySeed[statKey{bi, k.arm}][seed]
+				if !ok || x.Censored || r.Censored || r.V == 0 {
+					continue
+				}
+				abs = append(abs, math.Abs(100*(x.V-r.V)/r.V))
+			}
+			if len(abs) == 0 {
+				continue
+			}
+			slices.Sort(abs)
+			m := abs[len(abs)/2]
+			if len(abs)%2 == 0 {
+				m = (abs[len(abs)/2-1] + m) / 2
+			}
+			if old, ok := out[k.arm]; !ok || m > old.Pct {
+				out[k.arm] = RerunSpread{Pct: m, Seeds: len(abs)}
+			}
+		}
+	}
+	return out
+}
+
+// NeedsAllSeeds reports whether the verdict's effect is within
+// SpreadFactor run-to-run spreads for some arm (so the study's full seed
+// range should decide it), and whether any arm's spread is known at all.
+func (v ClaimVerdict) NeedsAllSeeds() (needs, known bool) {
+	for _, a := range v.Arms {
+		if a.RerunSpread == nil || a.Paired == nil {
+			continue
+		}
+		known = true
+		needs = needs || !a.RerunSpread.Beyond(a.Paired.Median)
+	}
+	return needs, known
 }
 
 // ClaimVerdict is a claim judged on a study's records.
@@ -116,6 +191,7 @@ func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 		names = s.Arms
 	}
 	bySeed := s.statBySeed(cells, records, stat)
+	spreads := s.rerunSpreads(bySeed)
 	open := ""
 	allUp, allDown, allNotDir, allBoth, someMoved := true, true, true, true, false
 	for _, name := range names {
@@ -132,6 +208,9 @@ func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 		}
 		cand, ref := bySeed[statKey{vi, arm.Name}], bySeed[statKey{ai, refArm}]
 		av := ClaimArm{Arm: arm.Published}
+		if sp, ok := spreads[arm.Name]; ok {
+			av.RerunSpread = &sp
+		}
 		pc, pr := map[int]Value{}, map[int]Value{}
 		for _, seed := range slices.Sorted(maps.Keys(cand)) {
 			r, ok := ref[seed]
@@ -267,13 +346,43 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 			parts = append(parts, fmt.Sprintf("%s %s [%s, %s] over %d seeds (%d up, %d down)", a.Arm,
 				FormatDiff(a.Paired.Median), FormatDiff(a.Paired.Lo), FormatDiff(a.Paired.Hi), a.Seeds, a.Up, a.Down))
 		}
-		fmt.Fprintf(&b, ": %s.\n", strings.Join(parts, "; "))
+		fmt.Fprintf(&b, ": %s.", strings.Join(parts, "; "))
+		if sp := spreadLine(v, s.Seeds); sp != "" {
+			fmt.Fprintf(&b, " %s", sp)
+		}
+		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nA claim is supported when every arm's every paired seed moved its way, refuted when no arm's median moved its way (for a claim of no change: when some arm moved the same way on every seed), and open otherwise or on fewer than %d seeds.\n", MinClaimSeeds)
+	fmt.Fprintf(&b, "\nA claim is supported when every arm's every paired seed moved its way, refuted when no arm's median moved its way (for a claim of no change: when some arm moved the same way on every seed), and open otherwise or on fewer than %d seeds. ", MinClaimSeeds)
+	fmt.Fprintf(&b, "The run-to-run spread is the median absolute per-seed difference between a rerun of the baseline's cells and the baseline; an effect within %d times it is for the study's full seeds to decide.\n", SpreadFactor)
 	return b.String(), nil
 }
 
 // labelIndex is the index of the variant labelled label, or −1.
 func (s Study) labelIndex(label string) int {
 	return slices.IndexFunc(s.Variants, func(v Variant) bool { return v.Label == label })
+}
+
+// spreadLine says, for a judged claim, each arm's run-to-run spread and
+// whether its effect is beyond SpreadFactor times it; "" when the study
+// has no rerun of the claim's arms.
+func spreadLine(v ClaimVerdict, seeds []uint64) string {
+	needs, known := v.NeedsAllSeeds()
+	if !known {
+		return ""
+	}
+	var parts []string
+	for _, a := range v.Arms {
+		if a.RerunSpread != nil {
+			parts = append(parts, fmt.Sprintf("%s %.1f %% over %d seeds", a.Arm, a.RerunSpread.Pct, a.RerunSpread.Seeds))
+		}
+	}
+	line := "Run-to-run spread: " + strings.Join(parts, ", ") + "; "
+	if needs && len(seeds) > 0 {
+		lo, hi := seeds[0], seeds[len(seeds)-1]
+		return line + fmt.Sprintf("an effect within %d times it: seeds %d to %d decide.", SpreadFactor, lo, hi)
+	}
+	if needs {
+		return line + fmt.Sprintf("an effect within %d times it: more seeds decide.", SpreadFactor)
+	}
+	return line + fmt.Sprintf("every effect beyond %d times it.", SpreadFactor)
 }

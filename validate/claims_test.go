@@ -14,14 +14,14 @@ import (
 // seeds 7 to 11, with a record per run whose p50 is value(variant, arm,
 // seed index); NaN leaves the p50 censored, a negative value leaves the
 // run without a record.
-func claimStudy(t *testing.T, value func(variant int, arm string, seed int) float64) (Study, []StudyCell, map[string]*cell.Record) {
+func claimStudy(t *testing.T, value func(variant int, arm string, seed int) float64, more ...Variant) (Study, []StudyCell, map[string]*cell.Record) {
 	t.Helper()
 	s := Study{Name: "claims", Question: "Does it move?", Arms: []string{"c32", "wholend"}, N: 20, Payload: 1 << 20, Seeds: seeds(7, 11),
-		Variants: []Variant{
+		Variants: append([]Variant{
 			{Label: "base", Profile: "harness"},
 			{Label: "faster", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pie"}},
 			{Label: "mixed", Profile: "shadow"},
-		}}
+		}, more...)}
 	cells, err := s.Cells(0, nil, cell.Config{Gossip: cell.StudyGossip()})
 	require.NoError(t, err)
 	records := map[string]*cell.Record{}
@@ -189,4 +189,54 @@ func TestStudyClaimsJudge(t *testing.T) {
 			require.Equal(t, Open, v.Verdict)
 		}
 	}
+}
+
+// TestRerunSpread: a rerun of the baseline measures the run-to-run spread
+// (the median absolute per-seed difference: 1, 2, 2, 3 and 5 % give 2 %);
+// the faster variant's −10 % is beyond three times it, the mixed one's
+// −5 % is within, so the study's full seeds decide that one. Without a
+// rerun nothing is said.
+func TestRerunSpread(t *testing.T) {
+	rerun := []float64{1.02, 0.98, 1.05, 0.97, 1.01}
+	values := func(variant int, arm string, seed int) float64 {
+		if variant == 3 {
+			return rerun[seed]
+		}
+		return claimValues(variant, arm, seed)
+	}
+	s, cells, records := claimStudy(t, values, Variant{Label: "rerun", Profile: "harness", Replicate: 1})
+	s.Seeds = seeds(7, 16)
+	faster, err := s.Judge(Claim{Text: "faster", Variant: "faster", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Supported, faster.Verdict)
+	for _, a := range faster.Arms {
+		require.NotNil(t, a.RerunSpread, a.Arm)
+		require.InDelta(t, 2, a.RerunSpread.Pct, 1e-9)
+		require.Equal(t, 5, a.RerunSpread.Seeds)
+	}
+	needs, known := faster.NeedsAllSeeds()
+	require.True(t, known)
+	require.False(t, needs, "−10 %% is beyond 3 × 2 %%")
+
+	mixed, err := s.Judge(Claim{Text: "mixed", Variant: "mixed", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	needs, known = mixed.NeedsAllSeeds()
+	require.True(t, known)
+	require.True(t, needs, "−5 %% is within 3 × 2 %%")
+
+	s.Claims = []Claim{{Text: "Faster:", Variant: "faster", Direction: -1}, {Text: "Mixed:", Variant: "mixed", Direction: -1}}
+	ans, err := s.Answer(cells, records)
+	require.NoError(t, err)
+	require.Contains(t, ans, "Run-to-run spread: c32 2.0 % over 5 seeds, wholend 2.0 % over 5 seeds; every effect beyond 3 times it.")
+	require.Contains(t, ans, "an effect within 3 times it: seeds 7 to 16 decide.")
+
+	s, cells, records = claimStudy(t, claimValues)
+	mixed, err = s.Judge(Claim{Text: "mixed", Variant: "mixed", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	_, known = mixed.NeedsAllSeeds()
+	require.False(t, known)
+	s.Claims = []Claim{{Text: "Mixed:", Variant: "mixed", Direction: -1}}
+	ans, err = s.Answer(cells, records)
+	require.NoError(t, err)
+	require.NotContains(t, ans, "Run-to-run spread:")
 }

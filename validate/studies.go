@@ -54,7 +54,7 @@ type Variant struct {
 	Base bool
 	// Skip lists arms (any catalogue name) the variant does not run,
 	// because under it they are another arm's cell (the study's Note
-	// says why).
+	// says why), or, for a rerun, because no claim needs their spread.
 	Skip []string
 }
 
@@ -109,6 +109,11 @@ func seeds(lo, hi uint64) []uint64 {
 // one-MTU quantum) without CoDel: DRR over the same classes, no limit.
 const fairNoAQM = "drr:classify=pair,flows=128,quantum=1500,limit=none"
 
+// rerunLabel labels a study's rerun of its baseline's cells (the arms its
+// claims name), which measures the run-to-run spread its answer weighs
+// each effect against (RerunSpread).
+const rerunLabel = "rerun of the baseline"
+
 // Studies lists the studies of the report, section 11 (a to e), and the
 // untested PIE case of section 4 (f).
 func Studies() []Study {
@@ -124,6 +129,7 @@ func Studies() []Study {
 				{Label: "harness, fair share without AQM", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": fairNoAQM, "downlink-qdisc": fairNoAQM}},
 				{Label: "shadow, fq_codel uplink", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
 				{Label: "shadow, fq_codel uplink, socket buffers capped at 212 992", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet", "sockbuf-max": "212992"}},
+				{Label: rerunLabel, Profile: "harness", Replicate: 1},
 			},
 			Claims: []Claim{
 				{Text: "With the uplink queue equalised (fq_codel), Shadow's C is still faster than the twin's (the residual):", Variant: "shadow, fq_codel uplink", Against: "harness (fq_codel)", Direction: -1},
@@ -141,6 +147,7 @@ func Studies() []Study {
 				{Label: "shadow QUIC, B timeout fixed at 400 ms", Profile: "shadow", BFixed: true},
 				{Label: "shadow QUIC, B timeout from 200 ms", Profile: "shadow", BTimeout: 200 * des.Millisecond},
 				{Label: "shadow TCP", Profile: "shadow", Transport: "tcp"},
+				{Label: rerunLabel, Profile: "shadow", Replicate: 1},
 			},
 			Note: "quic-go's initial flow-control windows cannot be varied: go-libp2p's QUIC transport fixes its quic.Config and offers no option for them. The cap is section 5's intervention: quic-go's UDP send buffer stored at 64 KiB (the request capped at 32 KiB, the sndbuf-max knob), its receive buffer left alone; section 5's own seed-7 cells replay with --table s5_sndbuf.",
 			Claims: []Claim{
@@ -160,6 +167,7 @@ func Studies() []Study {
 				{Label: "shadow QUIC, fq_codel", Profile: "shadow", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
 				{Label: "shadow TCP, FIFO", Profile: "shadow", Transport: "tcp"},
 				{Label: "shadow TCP, fq_codel", Profile: "shadow", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "fq_codel:profile=simnet"}},
+				{Label: rerunLabel, Profile: "shadow", Replicate: 1},
 			},
 			Claims: []Claim{
 				{Text: "Shadow's FIFO makes the phase shift faster over QUIC: its round-robin queue makes it slower:", Variant: "shadow QUIC, round-robin", Direction: +1},
@@ -200,6 +208,7 @@ func Studies() []Study {
 				{Label: "warm, 5 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "streams", Stream: 320 << 10, Gap: 5 * des.Second}},
 				{Label: "warm by a payload, 1 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "payload", Gap: des.Second}},
 				{Label: "warm in turn, 1 s drain gap", Profile: "harness", Warmup: cell.Warmup{Kind: "streams-seq", Stream: 320 << 10, Gap: des.Second}},
+				{Label: rerunLabel, Profile: "harness", Replicate: 1, Skip: []string{"wholend", "atuned", "bfixed", "c32", "c32rs"}},
 			},
 			Note: "The warm-up ends when every dummy stream has arrived (or every receiver has the warm-up payload); the gap is counted from there. " +
 				"The cwnd and lost columns are quic-go's state at the publish: the report's 320 KiB streams all start at once, overflow every queue, " +
@@ -224,6 +233,7 @@ func Studies() []Study {
 				{Label: "FIFO uplink", Profile: "harness", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000"}},
 				{Label: "FIFO uplink, TCP paced", Profile: "harness", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000", "pacing": "on"}},
 				{Label: "FIFO uplink, TCP unpaced", Profile: "harness", Transport: "tcp", Knobs: map[string]string{"uplink-qdisc": "pfifo:limit=1000", "pacing": "off"}},
+				{Label: rerunLabel, Profile: "harness", Replicate: 1, Skip: []string{"atuned", "acoded", "bfixed", "bcodedfc1", "c32rs"}},
 			},
 			Note: "The TCP rows answer the report's inference about Shadow's unpaced TCP on a FIFO; they matter most for C.",
 			Claims: []Claim{

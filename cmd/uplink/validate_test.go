@@ -123,8 +123,9 @@ func TestValidateReplay(t *testing.T) {
 }
 
 // TestValidateStudy: a study shrunk to 12 nodes and one seed runs its five
-// variants and prints one row per variant with the baseline comparison
-// and the reading.
+// variants and the rerun of its baseline and prints one row per variant
+// with the baseline comparison, the reading, and the rerun's spread in
+// the answer.
 func TestValidateStudy(t *testing.T) {
 	bin := buildUplink(t)
 	cache := filepath.Join(t.TempDir(), "study.jsonl")
@@ -135,9 +136,10 @@ func TestValidateStudy(t *testing.T) {
 		t.Fatalf("uplink validate --study: %v\n%s", err, stderr.String())
 	}
 	out := stdout.String()
-	if n := len(regexp.MustCompile(`(?m)^.*\slad_phase\s+1\s`).FindAllString(out, -1)); n != 5 {
-		t.Fatalf("%d rows, want 5:\n%s", n, out)
+	if n := len(regexp.MustCompile(`(?m)^.*\slad_phase\s+1\s`).FindAllString(out, -1)); n != 6 {
+		t.Fatalf("%d rows, want 6:\n%s", n, out)
 	}
+	require.Contains(t, out, "Run-to-run spread: lad_phase")
 	if !strings.Contains(out, "baseline") || !strings.Contains(out, "reading: Against the baseline") || !strings.Contains(out, "on its one seed") {
 		t.Fatalf("no baseline or reading:\n%s", out)
 	}
