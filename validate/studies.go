@@ -9,6 +9,7 @@ import (
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/protocols/partial"
 )
 
 // A study is a named experiment for one of the report's open questions
@@ -34,6 +35,9 @@ type Variant struct {
 	Warmup   cell.Warmup
 	BTimeout des.Time // variant B's first request timeout (0: the arm's)
 	BFixed   bool     // variant B's timeout does not adapt
+	// BRulesOff switches rules of variant B's claim ledger off
+	// (partial.RulesOff): what each rule changes.
+	BRulesOff partial.RulesOff
 	// Partitions, when set, runs the variant's cells in that many
 	// partitions (cell.Config.Partitions) over the base's.
 	Partitions int
@@ -389,7 +393,7 @@ func (s Study) config(v Variant, arm arms.Arm, n int, seed uint64, base cell.Con
 	if c.Transport == "" {
 		c.Transport = "quic"
 	}
-	c.Warmup, c.BTimeout, c.BFixed = v.Warmup, v.BTimeout, v.BFixed
+	c.Warmup, c.BTimeout, c.BFixed, c.BRulesOff = v.Warmup, v.BTimeout, v.BFixed, v.BRulesOff
 	if v.Partitions != 0 {
 		c.Partitions = v.Partitions
 	}

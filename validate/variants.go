@@ -13,6 +13,7 @@ import (
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/protocols/partial"
 	"github.com/uplinksim/uplink/queues"
 )
 
@@ -329,6 +330,9 @@ type variantFile struct {
 	Payload   string            `json:"payload"`
 	Nodes     int               `json:"nodes"`
 	Skip      []string          `json:"skip"`
+	// BRulesOff: variant B's ledger rules switched off, comma-separated
+	// (partial.ParseRulesOff).
+	BRulesOff string `json:"b_rules_off"`
 	// Partitions, Replicate, Network, Encoding and Base: Variant's.
 	Partitions int    `json:"partitions"`
 	Replicate  int    `json:"replicate"`
@@ -438,6 +442,11 @@ func ReadStudy(r io.Reader) (Study, error) {
 			return bad("variant %q: no profile; want %s", v.Label, strings.Join(cell.ProfileNames(), ", "))
 		}
 		labels[v.Label] = true
+		off, err := partial.ParseRulesOff(vf.BRulesOff)
+		if err != nil {
+			return bad("variant %q: b_rules_off: %w", v.Label, err)
+		}
+		v.BRulesOff = off
 		if err := checkSetting(SettingProfile, v.Profile, nil); err != nil {
 			return bad("variant %q: %w", v.Label, err)
 		}

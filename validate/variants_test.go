@@ -10,6 +10,7 @@ import (
 
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/protocols/partial"
 )
 
 // TestGrid: two axes make every combination, the first axis slowest, the
@@ -200,6 +201,7 @@ func TestReadStudy(t *testing.T) {
 		{`"profile": "shadow"`, `"profile": "shadow", "network": "ns3"`, `variant "b": network "ns3": want "simnet"`},
 		{`"profile": "shadow"`, `"profile": "shadow", "encoding": "zip"`, `variant "b": encoding "zip": want raw or snappy`},
 		{`"profile": "shadow"`, `"profile": "shadow", "nodes": 1`, `variant "b": nodes 1: want 2 to`},
+		{`"profile": "shadow"`, `"profile": "shadow", "b_rules_off": "budget"`, `variant "b": b_rules_off: variant B rule "budget"`},
 	} {
 		require.Contains(t, ok, c.from)
 		_, err := ReadStudy(strings.NewReader(strings.Replace(ok, c.from, c.to, 1)))
@@ -244,6 +246,23 @@ func TestStudyPartitionsReplicate(t *testing.T) {
 		keys = append(keys, c.Key())
 	}
 	require.Len(t, slices.Compact(slices.Sorted(slices.Values(keys))), 3, "three distinct cells")
+}
+
+// TestStudyBRulesOff: a variant's b_rules_off reaches its B cells as
+// another key; on an arm without the claim ledger the cell is refused.
+func TestStudyBRulesOff(t *testing.T) {
+	s, err := ReadStudy(strings.NewReader(`{"name": "b", "arms": ["bcodedfc1"], "nodes": 12, "seeds": [7], "variants": [
+		{"label": "rules", "profile": "harness"},
+		{"label": "before", "profile": "harness", "b_rules_off": "claim-budget,any-arrival,per-peer-timeout"}]}`))
+	require.NoError(t, err)
+	cells, err := s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	require.Len(t, cells, 2)
+	before := cells[1].Configs[0]
+	require.Equal(t, partial.RulesOff{ClaimBudget: true, AnyArrival: true, PerPeerTimeout: true}, before.BRulesOff)
+	require.NotEqual(t, cells[0].Configs[0].Key(), before.Key())
+	before.Arm = "c32"
+	require.ErrorContains(t, before.Check(), "on an arm without its claim ledger")
 }
 
 // TestStudyBases: each variant is compared with the nearest baseline at or

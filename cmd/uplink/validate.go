@@ -490,6 +490,9 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 			if len(v.Gossip) > 0 {
 				skip = fmt.Sprintf(", gossip %v", v.Gossip) + skip
 			}
+			if off := v.BRulesOff.String(); off != "" {
+				skip = ", variant B's rules off: " + off + skip
+			}
 			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v%s)\n", i, v.Label, v.Profile, cmpOr(v.Transport, "quic"), v.Knobs, skip)
 		}
 		return checkErr

@@ -24,6 +24,7 @@ import (
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/netmodel"
 	"github.com/uplinksim/uplink/protocols/arms"
+	"github.com/uplinksim/uplink/protocols/partial"
 	"github.com/uplinksim/uplink/protocols/phase"
 )
 
@@ -101,6 +102,9 @@ type Config struct {
 	// value (0: 400 ms) and whether it stays fixed (study knobs).
 	BTimeout des.Time
 	BFixed   bool
+	// BRulesOff switches rules of variant B's claim ledger off
+	// (partial.RulesOff; a study knob: what each rule changes).
+	BRulesOff partial.RulesOff
 	// PhaseHook, when set, is called as each phase starts: hosts, dial,
 	// mesh, warmup (when on), delivery, teardown. A profiler can switch
 	// files there; it runs on the cell's goroutine inside the bubble and

@@ -63,9 +63,13 @@ func (c Config) Check() error {
 
 // checkArm checks what the arm cannot do: withheld units outside its units
 // (or any with variant B), a warm-up payload of variant B (its parts
-// travel on the partial-messages extension, not as gossip messages).
+// travel on the partial-messages extension, not as gossip messages), and
+// variant B's ledger rules switched off on another arm.
 func (c Config) checkArm(arm arms.Arm) error {
 	payload := cellPayload(arm, c.Encoding, c.Seed, c.Payload)
+	if off := c.BRulesOff.String(); off != "" && arm.Variant != arms.VariantB {
+		return fmt.Errorf("arm %s: variant B's rules switched off (%s) on an arm without its claim ledger", arm.Name, off)
+	}
 	if arm.Variant == arms.VariantB {
 		if _, err := arm.Parts(payload); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/partial"
 	"github.com/uplinksim/uplink/transports/tcp"
 )
 
@@ -32,6 +33,7 @@ func TestCheck(t *testing.T) {
 		{"tcp preset on quic", func(c *Config) { c.Profile.TCP = "shadow" }, "knob [tcp=shadow]"},
 		{"withheld unit", func(c *Config) { c.Arm, c.Withhold = "atuned", []int{99} }, "withheld unit 99"},
 		{"B withheld", func(c *Config) { c.Arm, c.Withhold = "bfixed", []int{0} }, "withholding parts of variant B"},
+		{"B rules off on C", func(c *Config) { c.Arm, c.BRulesOff = "c32", partial.RulesOff{ClaimBudget: true} }, "variant B's rules switched off (claim-budget) on an arm without its claim ledger"},
 		{"B payload warm-up", func(c *Config) { c.Arm, c.Warmup = "bfixed", Warmup{Kind: "payload"} }, "a payload warm-up needs"},
 		{"node outside", func(c *Config) {
 			c.Qdiscs = &NodeQdiscs{Uplink: &QdiscMap{Default: "fifo", Nodes: map[string]string{"12": "pie"}}}

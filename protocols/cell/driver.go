@@ -483,6 +483,7 @@ func (d *driver) startRouters() error {
 		bparams.Timeout0 = cfg.BTimeout.Duration()
 	}
 	bparams.Fixed = cfg.BFixed
+	bparams.Off = cfg.BRulesOff
 	group := sha256.Sum256(d.payload)
 	maxMsg := cfg.Payload + 64<<10
 	for i, nd := range d.nodes {
@@ -1204,7 +1205,7 @@ func (d *driver) record() *Record {
 		Profile: cfg.Profile.Name, Knobs: cfg.Profile.Knobs(), Gossip: cfg.Gossip.Knobs(),
 		Warmup: cfg.Warmup.String(), WarmupGapS: cfg.Warmup.Gap.Seconds(),
 		Background: cfg.Background.String(), BackgroundLeadS: cfg.Background.Lead.Seconds(),
-		BTimeoutS: cfg.BTimeout.Seconds(), BFixed: cfg.BFixed,
+		BTimeoutS: cfg.BTimeout.Seconds(), BFixed: cfg.BFixed, BRulesOff: cfg.BRulesOff.String(),
 		Transport: cfg.Transport, Backend: cfg.Backend, Latency: cfg.Latency, WindowS: cfg.Window.Seconds(), Version: cfg.Version,
 		SetupQuantumS: cfg.SetupQuantum.Seconds(), Partitions: 1,
 	}

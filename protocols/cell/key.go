@@ -94,6 +94,7 @@ type KeyFields struct {
 	BackgroundLeadS                   float64 `json:",omitempty"`
 	BTimeoutS                         float64 `json:",omitempty"`
 	BFixed                            bool    `json:",omitempty"`
+	BRulesOff                         string  `json:",omitempty"`
 	CountsAt                          string  `json:",omitempty"` // CountsWindowEnd only
 	Partitions                        int     `json:",omitempty"` // above 1 only
 	Replicate                         int     `json:",omitempty"`
@@ -124,7 +125,7 @@ func (c Config) KeyFields() KeyFields {
 		WindowS: c.Window.Seconds(), DeadlineS: c.Deadline.Seconds(), SetupQuantumS: c.SetupQuantum.Seconds(),
 		Warmup: c.Warmup.String(), WarmupGapS: c.Warmup.Gap.Seconds(),
 		Background: c.Background.String(), BackgroundLeadS: c.Background.Lead.Seconds(),
-		BTimeoutS: c.BTimeout.Seconds(), BFixed: c.BFixed, Replicate: c.Replicate,
+		BTimeoutS: c.BTimeout.Seconds(), BFixed: c.BFixed, BRulesOff: c.BRulesOff.String(), Replicate: c.Replicate,
 	}
 	if c.Partitions > 1 {
 		k.Partitions = c.Partitions
@@ -274,7 +275,7 @@ func (r *Record) keyFieldsV1() (KeyFields, bool) {
 		Profile: r.Profile, Knobs: knobs, Gossip: gossip,
 		WindowS: r.WindowS, DeadlineS: r.DeadlineS, SetupQuantumS: r.SetupQuantumS,
 		Warmup: r.Warmup, WarmupGapS: r.WarmupGapS, Background: r.Background, BackgroundLeadS: r.BackgroundLeadS,
-		BTimeoutS: r.BTimeoutS, BFixed: r.BFixed, Replicate: r.Replicate,
+		BTimeoutS: r.BTimeoutS, BFixed: r.BFixed, BRulesOff: r.BRulesOff, Replicate: r.Replicate,
 	}
 	if r.Partitions > 1 {
 		k.Partitions = r.Partitions

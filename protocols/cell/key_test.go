@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/partial"
 )
 
 // runSmall makes c a 12-node, degree-6, 16 KiB cell and runs it.
@@ -115,9 +116,23 @@ func TestVariantBLedgerKey(t *testing.T) {
 		delete(before.Revisions, "variant-b-ledger")
 		require.NotEqual(t, k.hash(), before.hash(), arm)
 		require.Equal(t, k.hash(), c.Key(), arm)
+		off := c
+		off.BRulesOff = partial.RulesOff{ClaimBudget: true}
+		require.NotEqual(t, c.Key(), off.Key(), "%s: a rule switched off is another cell", arm)
 	}
 	for _, arm := range []string{"wholend", "atuned_32k"} {
 		c := Config{Arm: arm, Seed: 7, N: 30, Degree: 12, Payload: 1 << 20, Profile: p}
 		require.NotContains(t, c.KeyFields().Revisions, "variant-b-ledger", arm)
 	}
+}
+
+// TestBRulesOffRecord: a coded B cell with two ledger rules off runs, and
+// its record names them and carries the cell's key.
+func TestBRulesOffRecord(t *testing.T) {
+	harness, _ := LookupProfile("harness")
+	c := Config{Arm: "bcodedfc1", Profile: harness, BRulesOff: partial.RulesOff{AnyArrival: true, PerPeerTimeout: true}}
+	rec := runSmall(t, &c)
+	require.Equal(t, "any-arrival,per-peer-timeout", rec.BRulesOff)
+	require.Equal(t, c.Key(), rec.Key)
+	require.Positive(t, rec.BClaims)
 }

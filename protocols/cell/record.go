@@ -182,6 +182,8 @@ type Record struct {
 	// Variant B's timeout knobs when changed from the arm's.
 	BTimeoutS float64 `json:"b_timeout_s,omitempty"`
 	BFixed    bool    `json:"b_fixed,omitempty"`
+	// BRulesOff lists the ledger rules switched off (partial.RulesOff).
+	BRulesOff string `json:"b_rules_off,omitempty"`
 
 	// The warm-up and background-load modes, when on.
 	Warmup          string  `json:"warmup,omitempty"`

@@ -43,6 +43,10 @@
 //   - A complete node keeps serving and volunteering but claims no more.
 //   - Coded B sends one part per frame and, when a pass sends several
 //     parts to several peers, takes the peers round robin.
+//
+// Params.Off switches the claim budget, the per-peer timeout and the
+// closing of a claim by any arrival off, each back to the simpler rule it
+// replaced, so that a study can measure what each changes.
 package partial
 
 import (
@@ -53,6 +57,7 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +84,73 @@ type Params struct {
 	// Mute makes the node ignore every claim: a peer that never answers
 	// (tests of the strike rule).
 	Mute bool
+	// Off switches rules of the ledger off (a study knob: what each
+	// changes); the zero value keeps them all, as the report states them.
+	Off RulesOff
+}
+
+// RulesOff names ledger rules switched off (docs/variant-b.md, rows 16,
+// 21 and 22), each back to the simpler rule it replaced.
+type RulesOff struct {
+	// ClaimBudget off: a pass claims every missing part, not only as many
+	// as completion still needs.
+	ClaimBudget bool
+	// PerPeerTimeout off: one request timeout for the node, following the
+	// mean response time over all its peers.
+	PerPeerTimeout bool
+	// AnyArrival off: a claim ends only when the claimed peer answers (or
+	// at its timeout, as a strike), not when its part comes from another.
+	AnyArrival bool
+}
+
+// Rule names, as ParseRulesOff reads them and RulesOff.String writes them.
+const (
+	RuleClaimBudget    = "claim-budget"
+	RulePerPeerTimeout = "per-peer-timeout"
+	RuleAnyArrival     = "any-arrival"
+)
+
+// RuleNames lists the ledger rules a study can switch off.
+func RuleNames() []string {
+	return []string{RuleAnyArrival, RuleClaimBudget, RulePerPeerTimeout}
+}
+
+// ParseRulesOff reads a comma-separated list of rule names (RuleNames);
+// "" is none.
+func ParseRulesOff(s string) (RulesOff, error) {
+	var r RulesOff
+	if strings.TrimSpace(s) == "" {
+		return r, nil
+	}
+	for _, name := range strings.Split(s, ",") {
+		switch strings.TrimSpace(name) {
+		case RuleClaimBudget:
+			r.ClaimBudget = true
+		case RulePerPeerTimeout:
+			r.PerPeerTimeout = true
+		case RuleAnyArrival:
+			r.AnyArrival = true
+		default:
+			return RulesOff{}, fmt.Errorf("variant B rule %q: want a comma-separated list of %s", strings.TrimSpace(name), strings.Join(RuleNames(), ", "))
+		}
+	}
+	return r, nil
+}
+
+// String is the rules switched off, comma-separated in RuleNames' order;
+// "" for none.
+func (r RulesOff) String() string {
+	var out []string
+	if r.AnyArrival {
+		out = append(out, RuleAnyArrival)
+	}
+	if r.ClaimBudget {
+		out = append(out, RuleClaimBudget)
+	}
+	if r.PerPeerTimeout {
+		out = append(out, RulePerPeerTimeout)
+	}
+	return strings.Join(out, ",")
 }
 
 // Tuned returns B tuned's knobs; coded B sets OnePartPerFrame.
@@ -118,6 +190,7 @@ type Node struct {
 	peers  map[peer.ID]*peerInfo
 	claims map[int]claim           // part: the open claim
 	tries  map[int]map[peer.ID]int // part: claims sent per peer
+	srtt   time.Duration           // the node's mean claim-to-part time, with Off.PerPeerTimeout
 	timer  *time.Timer
 	Stats  Stats
 }
@@ -417,7 +490,7 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 	fresh := map[peer.ID]int{}
 	wants := map[peer.ID][]int{}
 	for i := range n.total {
-		if budget <= 0 {
+		if budget <= 0 && !n.p.Off.ClaimBudget {
 			break
 		}
 		if n.parts[i] != nil {
@@ -469,7 +542,7 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 // closes the claim without a sample and without a strike.
 func (n *Node) arrived(i int, from peer.ID, now time.Time) {
 	c, ok := n.claims[i]
-	if !ok {
+	if !ok || (c.peer != from && n.p.Off.AnyArrival) {
 		return
 	}
 	delete(n.claims, i)
@@ -480,21 +553,29 @@ func (n *Node) arrived(i int, from peer.ID, now time.Time) {
 	}
 	n.Stats.Answered++
 	sample := max(now.Sub(c.at), time.Nanosecond) // 0 is "no sample"
-	if pi.srtt == 0 {
-		pi.srtt = sample
+	mean := &pi.srtt
+	if n.p.Off.PerPeerTimeout {
+		mean = &n.srtt
+	}
+	if *mean == 0 {
+		*mean = sample
 	} else {
-		pi.srtt += (sample - pi.srtt) / 8
+		*mean += (sample - *mean) / 8
 	}
 }
 
 // timeoutFor is the request timeout of a claim to the peer: TimeoutMult ×
-// its mean response time, Timeout0 before its first answer (or always,
-// with Fixed).
+// its mean response time (the node's, with Off.PerPeerTimeout), Timeout0
+// before the first answer (or always, with Fixed).
 func (n *Node) timeoutFor(pi *peerInfo) time.Duration {
-	if n.p.Fixed || pi.srtt == 0 {
+	mean := pi.srtt
+	if n.p.Off.PerPeerTimeout {
+		mean = n.srtt
+	}
+	if n.p.Fixed || mean == 0 {
 		return n.p.Timeout0
 	}
-	return time.Duration(n.p.TimeoutMult) * pi.srtt
+	return time.Duration(n.p.TimeoutMult) * mean
 }
 
 // arm keeps the pass timer running while the node is incomplete.

@@ -234,3 +234,67 @@ func TestParamsValidate(t *testing.T) {
 		t.Fatal("need above total accepted")
 	}
 }
+
+// TestRulesOff: each ledger rule switched off is the simpler rule it
+// replaced. Without the claim budget coded B claims all 8 parts for a
+// need of 4; with one timeout for the node, answers in 20, 100 and 180 ms
+// give every peer 16 × 48.75 ms (20, then 20 + 80/8 = 30, then 30 +
+// 150/8); without closing by any arrival, a part pushed by B leaves A's
+// claim open, and A is struck at its timeout for it too.
+func TestRulesOff(t *testing.T) {
+	a, b := peer.ID("A"), peer.ID("B")
+
+	p := Tuned()
+	p.Off.ClaimBudget = true
+	n, err := New(p, "t", []byte("g"), 8, 4, nil)
+	require.NoError(t, err)
+	for i := range 8 {
+		n.peer(a).has[i], n.peer(b).has[i] = true, true
+	}
+	n.pass(t0)
+	require.Len(t, n.claims, 8)
+
+	p = Tuned()
+	p.Off.PerPeerTimeout = true
+	n, err = New(p, "t", []byte("g"), 8, 8, nil)
+	require.NoError(t, err)
+	fast, slow, quiet := peer.ID("F"), peer.ID("S"), peer.ID("Q")
+	for i := range 8 {
+		n.peer(fast).has[i] = i < 4
+		n.peer(slow).has[i] = i >= 4
+		n.peer(quiet).has[i] = false
+	}
+	n.pass(t0)
+	require.Equal(t, 400*time.Millisecond, n.timeoutFor(n.peer(quiet)))
+	n.take(fast, []frame{{index: 0, data: []byte("x")}}, t0.Add(20*time.Millisecond))
+	n.take(slow, []frame{{index: 4, data: []byte("x")}}, t0.Add(100*time.Millisecond))
+	n.take(slow, []frame{{index: 5, data: []byte("x")}}, t0.Add(180*time.Millisecond))
+	for _, q := range []peer.ID{fast, slow, quiet} {
+		require.Equal(t, 780*time.Millisecond, n.timeoutFor(n.peer(q)), "peer %s", q)
+	}
+
+	p = Tuned()
+	p.Off.AnyArrival = true
+	n, err = New(p, "t", []byte("g"), 2, 2, nil)
+	require.NoError(t, err)
+	n.peer(a).has[0], n.peer(a).has[1] = true, true
+	n.pass(t0)
+	n.take(b, []frame{{index: 0, data: []byte("x")}}, t0.Add(50*time.Millisecond))
+	require.Contains(t, n.claims, 0, "B's push leaves A's claim open")
+	n.pass(t0.Add(time.Second))
+	require.Equal(t, 2, n.Stats.Strikes)
+}
+
+// TestParseRulesOff: rule names read in any order and written in
+// RuleNames' order; an unknown name is an error naming it and the list.
+func TestParseRulesOff(t *testing.T) {
+	r, err := ParseRulesOff(" per-peer-timeout,any-arrival ,claim-budget")
+	require.NoError(t, err)
+	require.Equal(t, RulesOff{ClaimBudget: true, PerPeerTimeout: true, AnyArrival: true}, r)
+	require.Equal(t, "any-arrival,claim-budget,per-peer-timeout", r.String())
+	r, err = ParseRulesOff("")
+	require.NoError(t, err)
+	require.Equal(t, "", r.String())
+	_, err = ParseRulesOff("claim-budget,budget")
+	require.ErrorContains(t, err, `variant B rule "budget": want a comma-separated list of any-arrival, claim-budget, per-peer-timeout`)
+}
