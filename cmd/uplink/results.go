@@ -69,6 +69,16 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 		if _, err := os.Stat(filepath.Join(folder, "command")); err != nil {
 			continue
 		}
+		if _, err := os.Stat(filepath.Join(folder, "records.jsonl")); errors.Is(err, os.ErrNotExist) {
+			// A folder set up before its run: regenerating the others
+			// goes on; a check fails, since a committed result holds its
+			// records.
+			if *check {
+				return fmt.Errorf("results %s: no records.jsonl (a results folder holds the records its command compares)", folder)
+			}
+			fmt.Fprintf(stderr, "results %s: no records.jsonl yet: skipped\n", folder)
+			continue
+		}
 		target := folder
 		if *check {
 			if target, err = os.MkdirTemp("", "uplink-results-"); err != nil {

@@ -43,9 +43,17 @@ func TestResultsPages(t *testing.T) {
 	records := filepath.Join(folder, "records.jsonl")
 	require.NoError(t, os.WriteFile(records, []byte(strings.Join(recs, "\n")+"\n"), 0o644))
 
+	// A folder set up before its run is skipped, and fails a check.
+	pending := filepath.Join(root, "pending")
+	require.NoError(t, os.Mkdir(pending, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pending, "command"), []byte("uplink "+command+"\n"), 0o644))
 	out.Reset()
 	errb.Reset()
 	require.Equal(t, 0, run([]string{"results", "--dir", root}, &out, &errb), errb.String())
+	require.Contains(t, errb.String(), "pending: no records.jsonl yet: skipped")
+	require.Equal(t, 1, run([]string{"results", "--dir", root, "--check"}, &out, &errb))
+	require.Contains(t, errb.String(), "pending: no records.jsonl (a results folder holds the records its command compares)")
+	require.NoError(t, os.RemoveAll(pending))
 	page, err := os.ReadFile(filepath.Join(folder, "report.md"))
 	require.NoError(t, err)
 	require.Contains(t, string(page), "| wholend | shadow quic fifo | p50 | 3.22 s |")
