@@ -120,14 +120,7 @@ func TestPerPeerTimeout(t *testing.T) {
 	for _, fixed := range []bool{false, true} {
 		p := Tuned()
 		p.Fixed = fixed
-		n, err := New(p, "t", []byte("g"), 8, 8, nil)
-		require.NoError(t, err)
-		fast, slow, quiet := peer.ID("F"), peer.ID("S"), peer.ID("Q")
-		for i := range 8 {
-			n.peer(fast).has[i] = i < 4
-			n.peer(slow).has[i] = i >= 4
-			n.peer(quiet).has[i] = false
-		}
+		n, fast, slow, quiet := fastSlowQuiet(t, p)
 		w := n.pass(t0)
 		require.Equal(t, []int{0, 1, 2, 3}, w[fast])
 		require.Equal(t, []int{4, 5, 6, 7}, w[slow])
@@ -155,6 +148,21 @@ func TestPerPeerTimeout(t *testing.T) {
 		require.Equal(t, slow, n.claims[6].peer)
 		require.Equal(t, t1.Add(want[slow]), n.claims[6].deadline)
 	}
+}
+
+// fastSlowQuiet is a B tuned node of 8 parts whose peer F holds parts 0
+// to 3, S parts 4 to 7 and Q none.
+func fastSlowQuiet(t *testing.T, p Params) (n *Node, fast, slow, quiet peer.ID) {
+	t.Helper()
+	n, err := New(p, "t", []byte("g"), 8, 8, nil)
+	require.NoError(t, err)
+	fast, slow, quiet = peer.ID("F"), peer.ID("S"), peer.ID("Q")
+	for i := range 8 {
+		n.peer(fast).has[i] = i < 4
+		n.peer(slow).has[i] = i >= 4
+		n.peer(quiet).has[i] = false
+	}
+	return n, fast, slow, quiet
 }
 
 // A claim ends when its part arrives from any peer: a push from another
@@ -256,14 +264,7 @@ func TestRulesOff(t *testing.T) {
 
 	p = Tuned()
 	p.Off.PerPeerTimeout = true
-	n, err = New(p, "t", []byte("g"), 8, 8, nil)
-	require.NoError(t, err)
-	fast, slow, quiet := peer.ID("F"), peer.ID("S"), peer.ID("Q")
-	for i := range 8 {
-		n.peer(fast).has[i] = i < 4
-		n.peer(slow).has[i] = i >= 4
-		n.peer(quiet).has[i] = false
-	}
+	n, fast, slow, quiet := fastSlowQuiet(t, p)
 	n.pass(t0)
 	require.Equal(t, 400*time.Millisecond, n.timeoutFor(n.peer(quiet)))
 	n.take(fast, []frame{{index: 0, data: []byte("x")}}, t0.Add(20*time.Millisecond))
