@@ -319,7 +319,25 @@ type studyFile struct {
 	BaseArm  string        `json:"base_arm"`
 	Note     string        `json:"note"`
 	Variants []variantFile `json:"variants"`
+	Claims   []claimFile   `json:"claims"`
 }
+
+// claimFile is one claim of a study file (Claim): a prediction the
+// study's answer judges.
+type claimFile struct {
+	Text       string   `json:"text"`
+	Variant    string   `json:"variant"`
+	Against    string   `json:"against"`
+	AgainstArm string   `json:"against_arm"`
+	Arms       []string `json:"arms"`
+	Stat       string   `json:"stat"`
+	// Direction is "lower" (the statistic falls: faster), "higher" or
+	// "same".
+	Direction string `json:"direction"`
+}
+
+// claimDirections maps a claim file's direction to Claim.Direction.
+var claimDirections = map[string]int{"lower": -1, "higher": +1, "same": 0}
 
 type variantFile struct {
 	Label     string            `json:"label"`
@@ -481,7 +499,41 @@ func ReadStudy(r io.Reader) (Study, error) {
 		}
 		s.Variants = append(s.Variants, v)
 	}
+	for i, cf := range f.Claims {
+		c, err := s.readClaim(cf)
+		if err != nil {
+			return bad("claim %d: %w", i+1, err)
+		}
+		s.Claims = append(s.Claims, c)
+	}
 	return s, nil
+}
+
+// readClaim checks a claim of a study file against the study's variants
+// and arms.
+func (s Study) readClaim(cf claimFile) (Claim, error) {
+	dir, ok := claimDirections[cf.Direction]
+	c := Claim{Text: strings.TrimSpace(cf.Text), Variant: cf.Variant, Against: cf.Against, AgainstArm: cf.AgainstArm,
+		Arms: cf.Arms, Stat: cf.Stat, Direction: dir}
+	switch {
+	case c.Text == "":
+		return c, errors.New("no text")
+	case !ok:
+		return c, fmt.Errorf("direction %q: want lower, higher or same", cf.Direction)
+	case c.Stat != "" && !slices.Contains(CompareStats, c.Stat):
+		return c, fmt.Errorf("stat %q: want %s", c.Stat, strings.Join(CompareStats, ", "))
+	case c.AgainstArm != "" && !slices.Contains(s.Arms, c.AgainstArm):
+		return c, fmt.Errorf("against_arm %q is not one of the study's arms (%s)", c.AgainstArm, strings.Join(s.Arms, ", "))
+	}
+	for _, a := range c.Arms {
+		if !slices.Contains(s.Arms, a) {
+			return c, fmt.Errorf("arm %q is not one of the study's arms (%s)", a, strings.Join(s.Arms, ", "))
+		}
+	}
+	if _, err := s.Judge(c, nil, nil); err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // filePayload reads a payload size of a study file, such as "1MiB"; ""
