@@ -332,11 +332,11 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 		if ref == "" && c.AgainstArm == "" {
 			ref = s.Variants[s.baseOf(s.variantIndex(c.Variant))].Label
 		}
-		what := fmt.Sprintf("%q against %q", c.Variant, ref)
+		what := fmt.Sprintf("%s of %q against %q", stat, c.Variant, ref)
 		if c.AgainstArm != "" {
-			what = fmt.Sprintf("against %s under %q", c.AgainstArm, cmp.Or(c.Against, c.Variant))
+			what = fmt.Sprintf("%s against %s's under %q", stat, c.AgainstArm, cmp.Or(c.Against, c.Variant))
 		}
-		fmt.Fprintf(&b, ": %s of %s", stat, what)
+		fmt.Fprintf(&b, ": %s", what)
 		var parts []string
 		for _, a := range v.Arms {
 			if a.Paired == nil {
