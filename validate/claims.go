@@ -315,6 +315,7 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Answer\n\nQuestion: %s\n\n", s.Question)
+	spreads := false
 	for _, c := range s.Claims {
 		v, err := s.Judge(c, cells, records)
 		if err != nil {
@@ -349,11 +350,15 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 		fmt.Fprintf(&b, ": %s.", strings.Join(parts, "; "))
 		if sp := spreadLine(v, s.Seeds); sp != "" {
 			fmt.Fprintf(&b, " %s", sp)
+			spreads = true
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nA claim is supported when every arm's every paired seed moved its way, refuted when no arm's median moved its way (for a claim of no change: when some arm moved the same way on every seed), and open otherwise or on fewer than %d seeds. ", MinClaimSeeds)
-	fmt.Fprintf(&b, "The run-to-run spread is the median absolute per-seed difference between a rerun of the baseline's cells and the baseline; an effect within %d times it is for the study's full seeds to decide.\n", SpreadFactor)
+	fmt.Fprintf(&b, "\nA claim is supported when every arm's every paired seed moved its way, refuted when no arm's median moved its way (for a claim of no change: when some arm moved the same way on every seed), and open otherwise or on fewer than %d seeds.", MinClaimSeeds)
+	if spreads {
+		fmt.Fprintf(&b, " The run-to-run spread is the median absolute per-seed difference between a rerun of the baseline's cells and the baseline; an effect within %d times it is for the study's full seeds to decide.", SpreadFactor)
+	}
+	b.WriteString("\n")
 	return b.String(), nil
 }
 

@@ -239,4 +239,5 @@ func TestRerunSpread(t *testing.T) {
 	ans, err = s.Answer(cells, records)
 	require.NoError(t, err)
 	require.NotContains(t, ans, "Run-to-run spread:")
+	require.NotContains(t, ans, "The run-to-run spread is")
 }
