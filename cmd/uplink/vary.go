@@ -287,10 +287,16 @@ func plural(n int, noun string) string {
 func isStudyFile(name string) bool { return strings.HasSuffix(name, ".json") }
 
 // studyCacheName is the default --cache of a study: study-NAME.jsonl,
-// NAME a study file's name without its folder and .json.
+// NAME a built-in study's name, or a study file's name without its folder
+// and .json; a file named study.json (a results folder's) takes its
+// folder's name, so that two folders' studies do not share a cache.
 func studyCacheName(name string) string {
 	if isStudyFile(name) {
-		name = strings.TrimSuffix(filepath.Base(name), ".json")
+		dir, file := filepath.Split(filepath.Clean(name))
+		name = strings.TrimSuffix(file, ".json")
+		if parent := filepath.Base(dir); name == "study" && dir != "" && parent != "." && parent != string(filepath.Separator) {
+			name = parent
+		}
 	}
 	return "study-" + name + ".jsonl"
 }

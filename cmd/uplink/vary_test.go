@@ -103,6 +103,22 @@ func TestRunVary(t *testing.T) {
 	require.Contains(t, stdout, `reading: Against the baseline "harness (fq_codel)"`)
 }
 
+// TestStudyCacheName: a study's default cache is named after the built-in
+// study, the study file, or, for a results folder's study.json, the
+// folder.
+func TestStudyCacheName(t *testing.T) {
+	for in, want := range map[string]string{
+		"c-residual":                      "study-c-residual.jsonl",
+		"docs/study-pie-share.json":       "study-study-pie-share.jsonl",
+		"results/b-ledger-500/study.json": "study-b-ledger-500.jsonl",
+		"results/network-size/study.json": "study-network-size.jsonl",
+		"study.json":                      "study-study.jsonl",
+		"/study.json":                     "study-study.jsonl",
+	} {
+		require.Equal(t, want, studyCacheName(in), in)
+	}
+}
+
 // TestStudyFileUsage: a study file with a field the format does not know,
 // or one that is missing, is a usage error naming it.
 func TestStudyFileUsage(t *testing.T) {
