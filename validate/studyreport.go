@@ -66,8 +66,8 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 	p99 := s
 	p99.Stat = "p99"
 	rows50, rows99 := p50.Table(cells, records), p99.Table(cells, records)
-	fmt.Fprintf(&b, "| variant | arm | seeds | p50 (median) | p50 range | p99 (median) | p50 vs %s, per seed | p99 vs %s, per seed | dups | queue drops |\n", against, against)
-	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&b, "| variant | arm | seeds | p50 (median) | p50 range | p99 (median) | p50 vs %s, per seed | p99 vs %s, per seed | dups | received / node | queue drops |\n", against, against)
+	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	paired := func(r StudyRow) string {
 		switch {
 		case r.VsBase != nil:
@@ -79,14 +79,14 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 	}
 	for i, r := range rows50 {
 		if r.Seeds == 0 {
-			fmt.Fprintf(&b, "| %s | %s | 0 | not run | | | | | | |\n", r.Variant, r.Arm)
+			fmt.Fprintf(&b, "| %s | %s | 0 | not run | | | | | | | |\n", r.Variant, r.Arm)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s to %s | %s | %s | %s | %.0f | %s |\n", r.Variant, r.Arm, r.Seeds,
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s to %s | %s | %s | %s | %.0f | %s | %s |\n", r.Variant, r.Arm, r.Seeds,
 			FormatValue(r.P50, "s"), FormatValue(r.P50Range.Lo, "s"), FormatValue(r.P50Range.Hi, "s"), FormatValue(r.P99, "s"),
-			paired(r), paired(rows99[i]), r.Dups, FormatCount(r.QueueDrops))
+			paired(r), paired(rows99[i]), r.Dups, FormatBytes(r.RxNode), FormatCount(r.QueueDrops))
 	}
-	fmt.Fprintf(&b, "\nPaired: the median across seeds of the per-seed difference from %s, in percent, with the seeds' range in brackets.\n", against)
+	fmt.Fprintf(&b, "\nPaired: the median across seeds of the per-seed difference from %s, in percent, with the seeds' range in brackets. Received / node: the data bytes a receiver took in, the median across seeds of each cell's mean.\n", against)
 	fmt.Fprintf(&b, "\nCounts against %s, seed by seed: the median of the per-seed differences (this row's minus %s's) with the seeds' range; rate@3s in percentage points of the receivers, publisher MiB the gossip data the publisher queued, queue drops only from records that counted them.\n\n", against, against)
 	b.WriteString("| variant | arm | seeds paired |")
 	for _, name := range StudyCounts {

@@ -12,7 +12,8 @@ import (
 
 // TestWriteStudyReport: report.md holds the study's question, a row per
 // variant with the paired per-seed differences of p50 and of p99 from
-// the baseline (known answers from synthetic records), the median queue
+// the baseline (known answers from synthetic records), the bytes received
+// per node, the median queue
 // drops ("n/a" for records on simnet made before its drops were counted),
 // the paired differences of the counts (rate@3s, duplicates, publisher
 // bytes, queue drops), and the reading; no temporary file is left beside it.
@@ -29,7 +30,8 @@ func TestWriteStudyReport(t *testing.T) {
 		for i, cfg := range c.Configs {
 			p50, p99 := base[i]*f50[c.Variant][i], 2*base[i]*f99[c.Variant][i]
 			r := &cell.Record{Key: cfg.Key(), P50S: &p50, P99S: &p99, Drops: map[string]uint64{"queue": uint64(10 * (i + 1))},
-				Dups: 10*(i+1) + c.Variant*5*i, RateK: 2 + c.Variant, RateN: 4, PubBytes: uint64(1+c.Variant) << 20}
+				Dups: 10*(i+1) + c.Variant*5*i, RateK: 2 + c.Variant, RateN: 4, PubBytes: uint64(1+c.Variant) << 20,
+				RxNodeBytes: float64((i + 1 + c.Variant) << 20)}
 			if c.Variant == 1 { // on simnet, before its drops were counted
 				r.Backend, r.NotModelled, r.Drops = cell.BackendSimnet, []string{"queue statistics and queue drops (the record's queues and drops are empty)"}, nil
 			}
@@ -42,8 +44,8 @@ func TestWriteStudyReport(t *testing.T) {
 	require.NoError(t, err)
 	md := string(b)
 	require.Contains(t, md, "# Study q\n\nDoes it move?\n")
-	require.Contains(t, md, "| base | wholend | 3 | 2.000 s | 1.000 s to 4.000 s | 4.000 s | baseline | baseline | 20 | 20 |")
-	require.Contains(t, md, "| again | wholend | 3 | 2.400 s | 1.100 s to 3.800 s | 3.200 s | +10% [−5%, +20%] | −10% [−20%, 0%] | 25 | n/a |")
+	require.Contains(t, md, "| base | wholend | 3 | 2.000 s | 1.000 s to 4.000 s | 4.000 s | baseline | baseline | 20 | 2.00 MiB | 20 |")
+	require.Contains(t, md, "| again | wholend | 3 | 2.400 s | 1.100 s to 3.800 s | 3.200 s | +10% [−5%, +20%] | −10% [−20%, 0%] | 25 | 3.00 MiB | n/a |")
 	require.Contains(t, md, "| again | wholend | 3 | +25 pp [+25 pp, +25 pp] | +5 [+0, +10] | +1.00 [+1.00, +1.00] | n/a |")
 	require.Contains(t, md, "Reading (p50): ")
 	entries, err := os.ReadDir(dir)
