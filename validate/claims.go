@@ -107,11 +107,7 @@ func (s Study) rerunSpreads(bySeed map[statKey]map[int]Value) map[string]RerunSp
 			if len(abs) == 0 {
 				continue
 			}
-			slices.Sort(abs)
-			m := abs[len(abs)/2]
-			if len(abs)%2 == 0 {
-				m = (abs[len(abs)/2-1] + m) / 2
-			}
+			m := median(abs)
 			if old, ok := out[k.arm]; !ok || m > old.Pct {
 				out[k.arm] = RerunSpread{Pct: m, Seeds: len(abs)}
 			}
