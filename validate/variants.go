@@ -351,6 +351,10 @@ type variantFile struct {
 	// BRulesOff: variant B's ledger rules switched off, comma-separated
 	// (partial.ParseRulesOff).
 	BRulesOff string `json:"b_rules_off"`
+	// BTimeout: variant B's first request timeout, a duration ("800ms");
+	// BFixed keeps it from adapting (Variant's).
+	BTimeout string `json:"b_timeout"`
+	BFixed   bool   `json:"b_fixed"`
 	// Partitions, Replicate, Network, Encoding and Base: Variant's.
 	Partitions int    `json:"partitions"`
 	Replicate  int    `json:"replicate"`
@@ -465,6 +469,12 @@ func ReadStudy(r io.Reader) (Study, error) {
 			return bad("variant %q: b_rules_off: %w", v.Label, err)
 		}
 		v.BRulesOff = off
+		if vf.BTimeout != "" {
+			if v.BTimeout, err = des.ParseDuration(vf.BTimeout, des.Millisecond, des.MaxVirtual); err != nil {
+				return bad("variant %q: b_timeout: %w", v.Label, err)
+			}
+		}
+		v.BFixed = vf.BFixed
 		if err := checkSetting(SettingProfile, v.Profile, nil); err != nil {
 			return bad("variant %q: %w", v.Label, err)
 		}

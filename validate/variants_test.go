@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/protocols/partial"
@@ -202,6 +203,8 @@ func TestReadStudy(t *testing.T) {
 		{`"profile": "shadow"`, `"profile": "shadow", "encoding": "zip"`, `variant "b": encoding "zip": want raw or snappy`},
 		{`"profile": "shadow"`, `"profile": "shadow", "nodes": 1`, `variant "b": nodes 1: want 2 to`},
 		{`"profile": "shadow"`, `"profile": "shadow", "b_rules_off": "budget"`, `variant "b": b_rules_off: variant B rule "budget"`},
+		{`"profile": "shadow"`, `"profile": "shadow", "b_timeout": "0.8"`, `variant "b": b_timeout: duration "0.8": want a duration such as 40ms`},
+		{`"profile": "shadow"`, `"profile": "shadow", "b_timeout": "0s"`, `variant "b": b_timeout:`},
 		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "b", "direction": "up"}]`, `claim 1: direction "up": want lower, higher or same`},
 		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "c", "direction": "lower"}]`, `claim 1: study x: claim "t": no variant "c"`},
 		{`"seeds": [7]`, `"seeds": [7], "claims": [{"variant": "b", "direction": "lower"}]`, `claim 1: no text`},
@@ -279,6 +282,25 @@ func TestStudyFileClaims(t *testing.T) {
 	require.Contains(t, ans, "Question: Faster?")
 	require.Contains(t, ans, "- PIE is faster: **supported**")
 	require.Contains(t, ans, "- PIE is slower: **refuted**")
+}
+
+// TestStudyBTimeout: a variant's b_timeout and b_fixed reach its B cells
+// as another key; on an arm without variant B's timeout the cell is
+// refused.
+func TestStudyBTimeout(t *testing.T) {
+	s, err := ReadStudy(strings.NewReader(`{"name": "b", "arms": ["bcodedfc1"], "nodes": 12, "seeds": [7], "variants": [
+		{"label": "adaptive", "profile": "shadow"},
+		{"label": "800 ms fixed", "profile": "shadow", "b_timeout": "800ms", "b_fixed": true}]}`))
+	require.NoError(t, err)
+	cells, err := s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	require.Len(t, cells, 2)
+	fixed := cells[1].Configs[0]
+	require.Equal(t, 800*des.Millisecond, fixed.BTimeout)
+	require.True(t, fixed.BFixed)
+	require.NotEqual(t, cells[0].Configs[0].Key(), fixed.Key())
+	fixed.Arm = "atuned"
+	require.ErrorContains(t, fixed.Check(), "on an arm without one")
 }
 
 // TestStudyBRulesOff: a variant's b_rules_off reaches its B cells as

@@ -70,6 +70,9 @@ func (c Config) checkArm(arm arms.Arm) error {
 	if off := c.BRulesOff.String(); off != "" && arm.Variant != arms.VariantB {
 		return fmt.Errorf("arm %s: variant B's rules switched off (%s) on an arm without its claim ledger", arm.Name, off)
 	}
+	if (c.BTimeout > 0 || c.BFixed) && arm.Variant != arms.VariantB {
+		return fmt.Errorf("arm %s: variant B's request timeout (%v, fixed %t) on an arm without one", arm.Name, c.BTimeout, c.BFixed)
+	}
 	if arm.Variant == arms.VariantB {
 		if _, err := arm.Parts(payload); err != nil {
 			return err

@@ -34,6 +34,7 @@ func TestCheck(t *testing.T) {
 		{"withheld unit", func(c *Config) { c.Arm, c.Withhold = "atuned", []int{99} }, "withheld unit 99"},
 		{"B withheld", func(c *Config) { c.Arm, c.Withhold = "bfixed", []int{0} }, "withholding parts of variant B"},
 		{"B rules off on C", func(c *Config) { c.Arm, c.BRulesOff = "c32", partial.RulesOff{ClaimBudget: true} }, "variant B's rules switched off (claim-budget) on an arm without its claim ledger"},
+		{"B timeout on A", func(c *Config) { c.Arm, c.BTimeout = "atuned", 800*des.Millisecond }, "variant B's request timeout (800ms, fixed false) on an arm without one"},
 		{"B payload warm-up", func(c *Config) { c.Arm, c.Warmup = "bfixed", Warmup{Kind: "payload"} }, "a payload warm-up needs"},
 		{"node outside", func(c *Config) {
 			c.Qdiscs = &NodeQdiscs{Uplink: &QdiscMap{Default: "fifo", Nodes: map[string]string{"12": "pie"}}}
