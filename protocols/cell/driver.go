@@ -1263,6 +1263,8 @@ func (d *driver) record() *Record {
 			rec.BClaims += st.Claims
 			rec.BTimeouts += st.TimedOut
 			rec.BStrikes += st.Strikes
+			rec.BTimeoutsUnheard += st.TimedOutUnheard
+			rec.BLateAnswers += st.LateAnswers
 		}
 	}
 	rec.Queues = map[string]QueueSummary{"uplink": summarize(cs.up), "downlink": summarize(cs.down)}

@@ -179,6 +179,11 @@ type Record struct {
 	BClaims   int `json:"b_claims,omitempty"`
 	BTimeouts int `json:"b_timeouts,omitempty"`
 	BStrikes  int `json:"b_strikes,omitempty"`
+	// BTimeoutsUnheard: of BTimeouts, the claims to a peer that had
+	// answered none before; BLateAnswers: parts that came from a peer
+	// after its claim had lapsed (partial.Stats).
+	BTimeoutsUnheard int `json:"b_timeouts_unheard,omitempty"`
+	BLateAnswers     int `json:"b_late_answers,omitempty"`
 	// Variant B's timeout knobs when changed from the arm's.
 	BTimeoutS float64 `json:"b_timeout_s,omitempty"`
 	BFixed    bool    `json:"b_fixed,omitempty"`

@@ -190,6 +190,7 @@ type Node struct {
 	peers  map[peer.ID]*peerInfo
 	claims map[int]claim           // part: the open claim
 	tries  map[int]map[peer.ID]int // part: claims sent per peer
+	lapsed map[lapse]bool          // claims that lapsed, until the part comes from that peer
 	srtt   time.Duration           // the node's mean claim-to-part time, with Off.PerPeerTimeout
 	timer  *time.Timer
 	Stats  Stats
@@ -199,6 +200,11 @@ type Node struct {
 type Stats struct {
 	Claims, Answered, TimedOut, Strikes int
 	Pushed, Served, Duplicates          int
+	// TimedOutUnheard counts the lapsed claims whose peer had answered
+	// none of the node's claims before (with the per-peer timeout, those
+	// waited Timeout0); LateAnswers the parts that came from a peer after
+	// its claim for them had lapsed (a slow answer, not a lost one).
+	TimedOutUnheard, LateAnswers int
 }
 
 type peerInfo struct {
@@ -207,6 +213,7 @@ type peerInfo struct {
 	strikes    int
 	struckTill time.Time
 	open       int           // open claims
+	answered   int           // claims it answered
 	srtt       time.Duration // mean claim-to-part time, 0 before the first
 }
 
@@ -214,6 +221,13 @@ type claim struct {
 	peer     peer.ID
 	at       time.Time
 	deadline time.Time
+	unheard  bool // the peer had answered no claim: the timeout was Timeout0
+}
+
+// lapse names a claim that lapsed: the part and the peer claimed.
+type lapse struct {
+	part int
+	peer peer.ID
 }
 
 // New builds a node for one group of total parts of which need complete
@@ -228,7 +242,7 @@ func New(p Params, topic string, group []byte, total, need int, onDone func(time
 		return nil, fmt.Errorf("variant B: %d of %d parts", need, total)
 	}
 	n := &Node{p: p, topic: topic, group: slices.Clone(group), total: total, need: need, onDone: onDone,
-		parts: make([][]byte, total), peers: map[peer.ID]*peerInfo{}, claims: map[int]claim{}, tries: map[int]map[peer.ID]int{}}
+		parts: make([][]byte, total), peers: map[peer.ID]*peerInfo{}, claims: map[int]claim{}, tries: map[int]map[peer.ID]int{}, lapsed: map[lapse]bool{}}
 	n.ext = &partialmessages.PartialMessagesExtension[PeerState]{
 		Logger:        slog.New(slog.DiscardHandler),
 		OnIncomingRPC: n.onIncoming,
@@ -383,6 +397,10 @@ func (n *Node) take(from peer.ID, frames []frame, now time.Time) []int {
 	var fresh []int
 	for _, f := range frames {
 		pi.has[f.index] = true
+		if n.lapsed[lapse{f.index, from}] {
+			delete(n.lapsed, lapse{f.index, from})
+			n.Stats.LateAnswers++
+		}
 		n.arrived(f.index, from, now)
 		if n.parts[f.index] != nil {
 			n.Stats.Duplicates++
@@ -474,6 +492,10 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 		}
 		delete(n.claims, i)
 		n.Stats.TimedOut++
+		if c.unheard {
+			n.Stats.TimedOutUnheard++
+		}
+		n.lapsed[lapse{i, c.peer}] = true
 		pi := n.peer(c.peer)
 		pi.open--
 		pi.strikes++
@@ -529,7 +551,7 @@ func (n *Node) pass(now time.Time) map[peer.ID][]int {
 			n.tries[i] = tries
 		}
 		tries[best]++
-		n.claims[i] = claim{peer: best, at: now, deadline: now.Add(n.timeoutFor(bestInfo))}
+		n.claims[i] = claim{peer: best, at: now, deadline: now.Add(n.timeoutFor(bestInfo)), unheard: bestInfo.answered == 0}
 		n.Stats.Claims++
 		wants[best] = append(wants[best], i)
 	}
@@ -552,6 +574,7 @@ func (n *Node) arrived(i int, from peer.ID, now time.Time) {
 		return
 	}
 	n.Stats.Answered++
+	pi.answered++
 	sample := max(now.Sub(c.at), time.Nanosecond) // 0 is "no sample"
 	mean := &pi.srtt
 	if n.p.Off.PerPeerTimeout {

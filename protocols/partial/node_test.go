@@ -190,6 +190,30 @@ func TestClaimClosedByAnyArrival(t *testing.T) {
 	require.Zero(t, n.Stats.Answered)
 }
 
+// A lapsed claim counts as unheard when its peer had answered none of
+// the node's claims (it waited Timeout0), and the peer's part arriving
+// after the lapse counts once as a late answer.
+func TestLapseCounters(t *testing.T) {
+	n := newTestNode(t, 2)
+	a := peer.ID("A")
+	n.peer(a).has[0], n.peer(a).has[1] = true, true
+	require.Equal(t, []int{0, 1}, n.pass(t0)[a])
+	n.take(a, []frame{{index: 0, data: []byte("x")}}, t0.Add(100*time.Millisecond))
+	// Part 1's claim lapses at 400 ms, before A had answered: unheard.
+	require.Equal(t, []int{1}, n.pass(t0.Add(500 * time.Millisecond))[a], "A, struck, is the only holder")
+	require.Equal(t, 1, n.Stats.TimedOut)
+	require.Equal(t, 1, n.Stats.TimedOutUnheard)
+	// The new claim waits 16 × 100 ms and lapses too; A had answered.
+	n.pass(t0.Add(2200 * time.Millisecond))
+	require.Equal(t, 2, n.Stats.TimedOut)
+	require.Equal(t, 1, n.Stats.TimedOutUnheard)
+	// A's part comes late, then again: one late answer.
+	n.take(a, []frame{{index: 1, data: []byte("x")}}, t0.Add(2300*time.Millisecond))
+	n.take(a, []frame{{index: 1, data: []byte("x")}}, t0.Add(2400*time.Millisecond))
+	require.Equal(t, 1, n.Stats.LateAnswers)
+	require.Equal(t, 1, n.Stats.Duplicates)
+}
+
 // Coded B claims no more parts than completion still needs: with 4 of 8
 // parts needed, a pass claims parts 0..3 only; a pushed part counts
 // toward the need, so a lapsed claim is not reissued while the held and
