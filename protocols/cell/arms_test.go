@@ -178,10 +178,12 @@ func TestVariantBStrike(t *testing.T) {
 					t.Fatalf("no claim timed out (%d claims, %d timeouts, %d strikes): the silent peers were never claimed from", rec.BClaims, rec.BTimeouts, rec.BStrikes)
 				}
 				// A silent peer answers no claim, so its lapses are unheard.
-				if name == "bfixed_32k" && (rec.BTimeoutsUnheard == 0 || rec.BTimeoutsUnheard > rec.BTimeouts) {
-					t.Fatalf("%d of %d timeouts unheard: want at least one (the silent peers') and at most all", rec.BTimeoutsUnheard, rec.BTimeouts)
+				require.NotNil(t, rec.BTimeoutsUnheard)
+				require.NotNil(t, rec.BLateAnswers)
+				if name == "bfixed_32k" && (*rec.BTimeoutsUnheard == 0 || *rec.BTimeoutsUnheard > rec.BTimeouts) {
+					t.Fatalf("%d of %d timeouts unheard: want at least one (the silent peers') and at most all", *rec.BTimeoutsUnheard, rec.BTimeouts)
 				}
-				t.Logf("%s: p50 %.3f p99 %.3f claims %d timeouts %d (unheard %d, answered late %d) strikes %d", name, *rec.P50S, *rec.P99S, rec.BClaims, rec.BTimeouts, rec.BTimeoutsUnheard, rec.BLateAnswers, rec.BStrikes)
+				t.Logf("%s: p50 %.3f p99 %.3f claims %d timeouts %d (unheard %d, answered late %d) strikes %d", name, *rec.P50S, *rec.P99S, rec.BClaims, rec.BTimeouts, *rec.BTimeoutsUnheard, *rec.BLateAnswers, rec.BStrikes)
 			})
 		})
 	}

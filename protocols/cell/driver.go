@@ -1256,17 +1256,22 @@ func (d *driver) record() *Record {
 	n := len(d.nodes)
 	cs, base := m.counts, m.atPublish.net
 	dups := make([]int, n)
+	var unheard, late *int
 	for i, nv := range cs.nodes {
 		dups[i] = nv.dups
 		if st := nv.b; st != nil {
+			if unheard == nil {
+				unheard, late = new(int), new(int)
+			}
 			dups[i] = st.Duplicates
 			rec.BClaims += st.Claims
 			rec.BTimeouts += st.TimedOut
 			rec.BStrikes += st.Strikes
-			rec.BTimeoutsUnheard += st.TimedOutUnheard
-			rec.BLateAnswers += st.LateAnswers
+			*unheard += st.TimedOutUnheard
+			*late += st.LateAnswers
 		}
 	}
+	rec.BTimeoutsUnheard, rec.BLateAnswers = unheard, late
 	rec.Queues = map[string]QueueSummary{"uplink": summarize(cs.up), "downlink": summarize(cs.down)}
 	if cs.host != nil {
 		rec.Queues["host"] = summarize(cs.host)

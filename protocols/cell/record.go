@@ -181,9 +181,11 @@ type Record struct {
 	BStrikes  int `json:"b_strikes,omitempty"`
 	// BTimeoutsUnheard: of BTimeouts, the claims to a peer that had
 	// answered none before; BLateAnswers: parts that came from a peer
-	// after its claim had lapsed (partial.Stats).
-	BTimeoutsUnheard int `json:"b_timeouts_unheard,omitempty"`
-	BLateAnswers     int `json:"b_late_answers,omitempty"`
+	// after its claim had lapsed (partial.Stats). Set, zero included, on
+	// variant B's cells; nil on others and on records from before they
+	// were counted.
+	BTimeoutsUnheard *int `json:"b_timeouts_unheard,omitempty"`
+	BLateAnswers     *int `json:"b_late_answers,omitempty"`
 	// Variant B's timeout knobs when changed from the arm's.
 	BTimeoutS float64 `json:"b_timeout_s,omitempty"`
 	BFixed    bool    `json:"b_fixed,omitempty"`
