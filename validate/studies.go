@@ -432,6 +432,9 @@ type StudyRow struct {
 	// publish (setup and warm-up), over every connection end. NaN when no
 	// record has them (TCP cells).
 	CwndKiB, LostBefore float64
+	// Ledger is variant B's claim ledger, the median across seeds of each
+	// cell's sums; nil for other arms.
+	Ledger *LedgerCounts
 	// VsBase is the median of the per-seed differences of the study's
 	// statistic (CompareStat) from the baseline variant (or the BaseArm)
 	// in percent, with the seeds' range; unset for the baseline.
@@ -447,6 +450,15 @@ type StudyRow struct {
 	// (StudyCounts, in that order) from the baseline's; unset for the
 	// baseline.
 	CountsVsBase []CountDiff
+}
+
+// LedgerCounts are variant B's claim-ledger counts of a study row, each
+// the median across seeds of the cell's sum over its nodes: claims sent,
+// claims lapsed, lapses to a peer not yet heard from, and parts that came
+// after their claim had lapsed. Unheard and Late are NaN where no record
+// counted them (records from before they were counted).
+type LedgerCounts struct {
+	Claims, Lapsed, Unheard, Late float64
 }
 
 // StudyCounts are the counts a study row compares with its baseline, seed
@@ -506,6 +518,7 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 		row := StudyRow{Variant: s.Variants[c.Variant].Label, Arm: c.Arm.Published}
 		var p50, p99 []Value
 		var dups, rx, drops, cwnd, lost, rate []float64
+		var claims, lapsed, unheard, late []float64
 		seedVals := map[int]Value{}
 		seedCounts := map[int][]float64{}
 		for i, cfg := range c.Configs {
@@ -529,6 +542,20 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 			if cs := r.ConnAtPublish; cs != nil {
 				cwnd = append(cwnd, cs.CwndKiBP50)
 				lost = append(lost, float64(cs.PacketsLost))
+			}
+			if c.Arm.Variant == arms.VariantB {
+				claims = append(claims, float64(r.BClaims))
+				lapsed = append(lapsed, float64(r.BTimeouts))
+				if r.BTimeoutsUnheard != nil && r.BLateAnswers != nil {
+					unheard = append(unheard, float64(*r.BTimeoutsUnheard))
+					late = append(late, float64(*r.BLateAnswers))
+				}
+			}
+		}
+		if len(claims) > 0 {
+			row.Ledger = &LedgerCounts{Claims: median(claims), Lapsed: median(lapsed), Unheard: math.NaN(), Late: math.NaN()}
+			if len(unheard) > 0 {
+				row.Ledger.Unheard, row.Ledger.Late = median(unheard), median(late)
 			}
 		}
 		bySeed[ref{c.Variant, c.Arm.Name}] = seedVals

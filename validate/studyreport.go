@@ -54,6 +54,26 @@ func formatCountDiff(name string, d CountDiff) string {
 	return fmt.Sprintf("%s [%s, %s]", v(d.Median), v(d.Lo), v(d.Hi))
 }
 
+// writeLedger writes the table of variant B's claim ledger, when the
+// study has variant B's rows.
+func writeLedger(b *strings.Builder, rows []StudyRow) {
+	var ledger []StudyRow
+	for _, r := range rows {
+		if r.Ledger != nil {
+			ledger = append(ledger, r)
+		}
+	}
+	if len(ledger) == 0 {
+		return
+	}
+	b.WriteString("\nVariant B's claim ledger, summed over a cell's nodes, the median across seeds: claims sent, claims lapsed (the request timeout passed before the part came), of those the claims to a peer not yet heard from (which wait the first timeout), and parts that came from the claimed peer after the lapse (n/a: records from before these were counted).\n\n")
+	b.WriteString("| variant | arm | seeds | claims | lapsed | to peers not yet heard from | answered after the lapse |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range ledger {
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s |\n", r.Variant, r.Arm, r.Seeds,
+			FormatCount(r.Ledger.Claims), FormatCount(r.Ledger.Lapsed), FormatCount(r.Ledger.Unheard), FormatCount(r.Ledger.Late))
+	}
+}
+
 func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Study %s\n\n%s\n\n", s.Name, s.Question)
@@ -107,6 +127,7 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 		}
 		b.WriteString("\n")
 	}
+	writeLedger(&b, rows50)
 	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(s.Table(cells, records)))
 	switch a, err := s.Answer(cells, records); {
 	case err != nil:

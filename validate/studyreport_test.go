@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -51,4 +52,37 @@ func TestWriteStudyReport(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
+}
+
+// TestStudyReportLedger: a study of variant B's arms gets a table of the
+// claim ledger, the median across seeds of each cell's counts; records
+// from before the lapses to unheard peers were counted read n/a, and a
+// study without variant B has no such table.
+func TestStudyReportLedger(t *testing.T) {
+	s := Study{Name: "b", Question: "Lapses?", Arms: []string{"bcodedfc1"}, N: 12, Payload: 1 << 16, Seeds: []uint64{7, 8, 9},
+		Variants: []Variant{{Label: "400 ms", Profile: "shadow"}, {Label: "800 ms", Profile: "shadow", BTimeout: 800 * des.Millisecond}}}
+	cells, err := s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			p := 1.0
+			r := &cell.Record{Key: cfg.Key(), P50S: &p, P99S: &p, BClaims: 100 * (i + 1), BTimeouts: 10 * (i + 1)}
+			if c.Variant == 1 {
+				unheard, late := 8*(i+1), 5*(i+1)
+				r.BTimeoutsUnheard, r.BLateAnswers = &unheard, &late
+			}
+			records[cfg.Key()] = r
+		}
+	}
+	md := studyMarkdown(s, cells, records)
+	require.Contains(t, md, "| 400 ms | bcodedfc1 | 3 | 200 | 20 | n/a | n/a |")
+	require.Contains(t, md, "| 800 ms | bcodedfc1 | 3 | 200 | 20 | 16 | 10 |")
+
+	s.Arms = []string{"c32"}
+	s.Variants[1].BTimeout = 0
+	s.Variants[1].Replicate = 1
+	cells, err = s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	require.NotContains(t, studyMarkdown(s, cells, map[string]*cell.Record{}), "claim ledger")
 }
