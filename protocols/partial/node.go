@@ -221,7 +221,7 @@ type claim struct {
 	peer     peer.ID
 	at       time.Time
 	deadline time.Time
-	unheard  bool // the peer had answered no claim: the timeout was Timeout0
+	unheard  bool // the peer had answered none of the node's claims before
 }
 
 // lapse names a claim that lapsed: the part and the peer claimed.
