@@ -378,12 +378,16 @@ func spreadLine(v ClaimVerdict, seeds []uint64) string {
 		}
 	}
 	line := "Run-to-run spread: " + strings.Join(parts, ", ") + "; "
-	if needs && len(seeds) > 0 {
+	paired := 0
+	for _, a := range v.Arms {
+		paired = max(paired, a.Seeds)
+	}
+	if needs && len(seeds) > paired {
 		lo, hi := seeds[0], seeds[len(seeds)-1]
 		return line + fmt.Sprintf("an effect within %d times it: seeds %d to %d decide.", SpreadFactor, lo, hi)
 	}
 	if needs {
-		return line + fmt.Sprintf("an effect within %d times it: more seeds decide.", SpreadFactor)
+		return line + fmt.Sprintf("an effect within %d times it: more seeds than these %d decide.", SpreadFactor, paired)
 	}
 	return line + fmt.Sprintf("every effect beyond %d times it.", SpreadFactor)
 }

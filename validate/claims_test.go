@@ -229,6 +229,11 @@ func TestRerunSpread(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, ans, "Run-to-run spread: c32 2.0 % over 5 seeds, wholend 2.0 % over 5 seeds; every effect beyond 3 times it.")
 	require.Contains(t, ans, "an effect within 3 times it: seeds 7 to 16 decide.")
+	// A study whose seeds have all run asks for more than it has.
+	s.Seeds = seeds(7, 11)
+	ans, err = s.Answer(cells, records)
+	require.NoError(t, err)
+	require.Contains(t, ans, "an effect within 3 times it: more seeds than these 5 decide.")
 
 	s, cells, records = claimStudy(t, claimValues)
 	mixed, err = s.Judge(Claim{Text: "mixed", Variant: "mixed", Direction: -1}, cells, records)
