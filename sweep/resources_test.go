@@ -94,6 +94,40 @@ func TestMeasuredCost(t *testing.T) {
 	require.False(t, ok)
 }
 
+// TestSegmentedCost: a segmented arm the table lacks costs the largest
+// memory and the longest wall time of the segmented arms measured in its
+// kind otherwise, scaled to its size; the whole message, an arm of
+// another transport, and an arm outside the catalogue are not matched.
+func TestSegmentedCost(t *testing.T) {
+	table := MeasureResources([]*cell.Record{
+		resourceRecord(500, 70, "atuned_32k", "quic", "shadow", 5<<20, 250),
+		resourceRecord(500, 70, "c_32k", "quic", "shadow", 7<<20, 200),
+		resourceRecord(500, 70, "wholend", "quic", "shadow", 14<<20, 540),
+	}, []string{"x", "x", "x"})
+	c := cell.Config{Arm: "lad_phase_32k", N: 500, Degree: 70, Payload: 1 << 20, Transport: "quic",
+		Profile: cell.Profile{Name: "shadow"}, Encoding: "snappy"}
+	_, ok := measuredCost(table, c)
+	require.False(t, ok)
+	cost, ok := segmentedCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, Cost{Wall: 250 * time.Second, RSS: 7 << 30}, cost)
+
+	c.N = 250 // half the edges: the parts above 256 MiB and 5 s halve
+	cost, ok = segmentedCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, Cost{Wall: time.Duration((5 + 245.0/2) * float64(time.Second)), RSS: 256<<20 + (7<<30-256<<20)/2}, cost)
+
+	c.N, c.Transport = 500, "tcp"
+	_, ok = segmentedCost(table, c)
+	require.False(t, ok)
+	c.Transport, c.Arm = "quic", "wholend" // measured, but as itself
+	_, ok = segmentedCost(table, c)
+	require.False(t, ok)
+	c.Arm = "no-such-arm"
+	_, ok = segmentedCost(table, c)
+	require.False(t, ok)
+}
+
 // TestEstimateCostFallsBack: a kind the committed table lacks costs the
 // formula's estimate; one it has costs the measured one.
 func TestEstimateCostFallsBack(t *testing.T) {

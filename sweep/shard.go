@@ -27,8 +27,10 @@ const SplitWall = 0.78
 // results/) has a kind of cell like c (the same arm, transport, profile,
 // network, encoding, payload and partitions), the cost is that kind's
 // measured one scaled to c's dial graph (measuredCost); a split cell whose
-// kind was measured only in one bubble takes SplitWall of its wall time.
-// Otherwise it is formulaCost. It orders and balances shards and sizes a
+// kind was measured only in one bubble takes SplitWall of its wall time;
+// a segmented arm never measured costs as much as the costliest segmented
+// arm measured in its kind otherwise (segmentedCost). Otherwise it is
+// formulaCost. It orders and balances shards and sizes a
 // Slurm task's memory; it does not promise a time.
 func EstimateCost(c cell.Config) Cost {
 	if t, err := committedResources(); err == nil {
@@ -42,6 +44,9 @@ func EstimateCost(c cell.Config) Cost {
 				cost.Wall = time.Duration(float64(cost.Wall) * SplitWall)
 				return cost
 			}
+		}
+		if cost, ok := segmentedCost(t, c); ok {
+			return cost
 		}
 	}
 	return formulaCost(c)
