@@ -69,8 +69,6 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--topology", farLatency}, "latency"},
 		{[]string{"run", "--nodes", "100000", "--degree", "70", "--mem", "20GiB"}, "a cell of 100000 nodes at degree 70 with a 1 MiB payload needs about"},
 		{[]string{"run", "--nodes", "100001"}, "--nodes: \"100001\": want a whole number from 2 to 100000"},
-		{[]string{"run", "--nodes", "500", "--degree", "70", "--jobs", "2", "--mem", "20GiB"}, "--jobs 2: 2 cells at once need about"},
-		{[]string{"validate", "--table", "appendix_d_home", "--jobs", "2", "--mem", "20GiB", "--dry-run"}, "--jobs 2: 2 cells at once"},
 		// 3. Nonsense once accepted.
 		{[]string{"bulk", "--loss", "NaN"}, "--loss: fraction \"NaN\": want a finite decimal number"},
 		{[]string{"bulk", "--cpu", "rx:20ms"}, "--cpu: cpu \"rx:20ms\": rx: per packet \"20ms\": want 0 to 10ms"},

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -14,15 +13,14 @@ import (
 )
 
 // memHelp describes --mem (run and validate).
-const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo); a sweep whose --jobs largest cells need more (by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory) is refused before it starts"
+const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory); a cell that needs more than this alone is refused before the sweep starts"
 
 // checkCells makes, before any cell starts, every check a cell process
-// would make of its configuration, and checks that the jobs largest cells
-// fit in memory at once (memS, or the machine's available memory). Its
-// errors are usage errors naming the cell.
-func checkCells(cfgs []cell.Config, jobs int, memS string) error {
+// would make of its configuration, and checks that the largest cell fits
+// in memory (checkMemory). Its errors are usage errors naming the cell.
+func checkCells(cfgs []cell.Config, memS string) error {
 	// The memory first: it is the cheaper check, and names the size.
-	if err := checkMemory(cfgs, jobs, memS); err != nil {
+	if err := checkMemory(cfgs, memS); err != nil {
 		return err
 	}
 	for _, c := range cfgs {
@@ -33,11 +31,12 @@ func checkCells(cfgs []cell.Config, jobs int, memS string) error {
 	return nil
 }
 
-// checkMemory checks that the jobs largest cells fit in memory at once
-// (memS, or the machine's available memory), each cell's memory its
+// checkMemory checks that the largest of the cells fits in memory (memS,
+// or the machine's available memory), each cell's memory its
 // sweep.EstimateCost: measured where the committed resource table has its
-// kind.
-func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
+// kind. Cells that do not fit beside one another are not refused: the
+// sweep runs them fewer at a time (memGate).
+func checkMemory(cfgs []cell.Config, memS string) error {
 	if len(cfgs) == 0 {
 		return nil
 	}
@@ -48,32 +47,18 @@ func checkMemory(cfgs []cell.Config, jobs int, memS string) error {
 	if mem == 0 {
 		return nil // no figure to check against (not Linux, and no --mem)
 	}
-	est := make([]int64, len(cfgs))
-	big := 0 // the largest cell
+	big, need := 0, int64(0) // the largest cell
 	for i, c := range cfgs {
-		est[i] = sweep.EstimateCost(c).RSS
-		if est[i] > est[big] {
-			big = i
+		if e := sweep.EstimateCost(c).RSS; e > need {
+			big, need = i, e
 		}
-	}
-	n, degree := cfgs[big].Size()
-	payload := cfgs[big].Payload
-	slices.Sort(est)
-	slices.Reverse(est)
-	at := min(jobs, len(est))
-	var need int64
-	for _, e := range est[:at] {
-		need += e
 	}
 	if need <= mem {
 		return nil
 	}
-	if at == 1 {
-		return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, or state the memory with --mem",
-			n, degree, des.FormatBytes(int64(payload)), fmtGiB(need), source, fmtGiB(mem))}
-	}
-	return usageError{fmt.Errorf("--jobs %d: %d cells at once need about %s (the largest, %d nodes at degree %d, about %s); %s is %s: lower --jobs, or state the memory with --mem",
-		jobs, at, fmtGiB(need), n, degree, fmtGiB(est[0]), source, fmtGiB(mem))}
+	n, degree := cfgs[big].Size()
+	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, or state the memory with --mem",
+		n, degree, des.FormatBytes(int64(cfgs[big].Payload)), fmtGiB(need), source, fmtGiB(mem))}
 }
 
 // memBudget is --mem, or else the machine's available memory (0 where

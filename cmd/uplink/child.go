@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/uplinksim/uplink/cmd/uplink/internal/bubble"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/sweep"
 )
 
 // The child processes of uplink run: each cell runs in its own process
@@ -43,6 +44,9 @@ type runOpts struct {
 	// obs: the folders of run's --trace, --pcap and --plot; each cell
 	// writes into a folder of its own in each (cellDir).
 	obs observePlan
+	// mem is --mem (memBudget): a cell starts only while the estimated
+	// memory of the cells running, its own added, fits in it (memGate).
+	mem string
 }
 
 // cellDir is the folder of a cell's trace, captures and figures under
@@ -98,10 +102,23 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 		case <-ctx.Done():
 		}
 	}()
-	est := cellEstimates(cfgs)
+	mem, memSource, err := memBudget(o.mem)
+	if err != nil {
+		return nil, err
+	}
+	rss := make([]int64, len(cfgs))
+	for i, c := range cfgs {
+		rss[i] = sweep.EstimateCost(c).RSS
+	}
+	gate := newMemGate(jobs, mem)
+	est := aloneWeights(cellEstimates(cfgs), rss, jobs, mem)
 	finished := make([]bool, len(cfgs))
 	eta, how := sweepETA(est, finished, jobs, 0)
-	fmt.Fprintf(stderr, "cells: %d to run, %d at a time; ETA %s (%s)\n", len(cfgs), min(jobs, len(cfgs)), eta.Round(time.Second), how)
+	at := fmt.Sprintf("%d at a time", min(jobs, len(cfgs)))
+	if mem > 0 && jobs > 1 && len(cfgs) > 1 {
+		at = fmt.Sprintf("up to %d at a time while their estimated memory fits in %s (%s)", min(jobs, len(cfgs)), fmtGiB(mem), memSource)
+	}
+	fmt.Fprintf(stderr, "cells: %d to run, %s; ETA %s (%s)\n", len(cfgs), at, eta.Round(time.Second), how)
 	start := time.Now()
 	type result struct {
 		i   int
@@ -109,14 +126,11 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 		err error
 	}
 	results := make(chan result)
-	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	var mu sync.Mutex // stderr lines
 	go func() {
 		for i, c := range cfgs {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
+			if !gate.acquire(ctx, rss[i]) {
 				wg.Wait()
 				close(results)
 				return
@@ -124,7 +138,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
+				defer gate.release(rss[i])
 				var args []string
 				if o.profDir != "" {
 					args = []string{"--profile-prefix", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%s-%d", c.Arm, c.Profile.Name, c.Seed))}

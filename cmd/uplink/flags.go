@@ -250,7 +250,7 @@ func (c *commonFlags) check() (sweepSettings, error) {
 	}
 	s.setupQuantum, s.setupProcs = des.Time(c.setupQuantum), c.setupProcs
 	s.mem, s.shard, s.listCells = c.mem, c.shard, c.listCells
-	s.run = runOpts{jobs: c.jobs, env: env, quiet: c.quiet, progressEvery: c.progressEvery}
+	s.run = runOpts{jobs: c.jobs, env: env, quiet: c.quiet, progressEvery: c.progressEvery, mem: c.mem}
 	return s, nil
 }
 

@@ -178,7 +178,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	} else {
 		// Check the topology parameters here, with the flag names, once
 		// a cell of this size is known to fit.
-		if err := checkMemory([]cell.Config{base}, 1, set.mem); err != nil {
+		if err := checkMemory([]cell.Config{base}, set.mem); err != nil {
 			return err
 		}
 		if err := netmodel.CheckDraw(*nodes, *degree, *latency, *netS); err != nil {
@@ -261,7 +261,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		}
 		jobsList = todo
 	}
-	if err := checkCells(jobsList, set.run.jobs, set.mem); err != nil {
+	if err := checkCells(jobsList, set.mem); err != nil {
 		return err
 	}
 	o := set.run

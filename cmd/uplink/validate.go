@@ -109,7 +109,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		if *cachedOnly {
 			return nil
 		}
-		return checkCells(todo, set.run.jobs, set.mem)
+		return checkCells(todo, set.mem)
 	}
 	runner := func(cfgs []cell.Config, records map[string]*cell.Record) error {
 		if *cachedOnly {

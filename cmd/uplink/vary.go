@@ -251,7 +251,7 @@ func runGrid(g gridPlan, done map[string]*cell.Record, sh shardOpts, set sweepSe
 		line += fmt.Sprintf(" (%d already in %s, %d to run)", len(all)-len(todo), o.out, len(todo))
 	}
 	fmt.Fprintln(stderr, line)
-	if err := checkCells(todo, set.run.jobs, set.mem); err != nil {
+	if err := checkCells(todo, set.mem); err != nil {
 		return err
 	}
 	records := map[string]*cell.Record{}
