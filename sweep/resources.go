@@ -172,52 +172,99 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 
 // WriteResourcesBrief writes the resource table in brief, for the README:
 // the kinds of cell on uplink's network with the study's encoding in one
-// bubble, one row per size and arm and one column per profile and
-// transport, each cell of the table the largest peak RSS and the median
-// wall time.
+// bubble, one column per profile and transport, and per size one row for
+// the whole message and one for the segmented arms together (so that the
+// table does not grow with the arms measured). A cell of the table is the
+// largest peak RSS of its kinds (for the segmented arms, what
+// EstimateCost gives one never measured) and their median wall time, or
+// the range of the medians over several arms.
 func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	type row struct {
 		nodes, degree, payload int
-		arm                    string
+		family                 string
+	}
+	type span struct {
+		rss, wallLo, wallHi float64
+		arms                int
 	}
 	var rows []row
 	var cols []string
-	cells := map[row]map[string]Resource{}
+	cells := map[row]map[string]*span{}
+	armsOf := map[row]map[string]bool{}
 	for _, r := range t {
 		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 {
 			continue
 		}
-		k := row{r.Nodes, r.Degree, r.Payload, r.Arm}
+		family := r.Arm
+		if a, err := arms.LookupArm(r.Arm); err == nil {
+			family = "whole message"
+			if a.Unit > 0 {
+				family = "segmented arms"
+			}
+		}
+		k := row{r.Nodes, r.Degree, r.Payload, family}
 		col := r.Profile + " " + strings.ToUpper(r.Transport)
 		if cells[k] == nil {
-			cells[k] = map[string]Resource{}
+			cells[k], armsOf[k] = map[string]*span{}, map[string]bool{}
 			rows = append(rows, k)
 		}
-		cells[k][col] = r
+		armsOf[k][r.Arm] = true
+		sp := cells[k][col]
+		if sp == nil {
+			sp = &span{wallLo: r.WallMedianS, wallHi: r.WallMedianS}
+			cells[k][col] = sp
+		}
+		sp.rss, sp.arms = max(sp.rss, r.RSSMaxMiB), sp.arms+1
+		sp.wallLo, sp.wallHi = min(sp.wallLo, r.WallMedianS), max(sp.wallHi, r.WallMedianS)
 		if !slices.Contains(cols, col) {
 			cols = append(cols, col)
 		}
 	}
 	slices.Sort(cols)
+	slices.SortStableFunc(rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.degree, b.degree), cmp.Compare(a.payload, b.payload),
+			cmp.Compare(familyOrder(a.family), familyOrder(b.family)))
+	})
 	var b strings.Builder
-	b.WriteString("| nodes, degree, payload | arm |")
+	b.WriteString("| nodes, degree, payload | arms |")
 	for _, c := range cols {
 		b.WriteString(" " + c + " |")
 	}
 	b.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(cols)) + "\n")
 	for _, k := range rows {
-		fmt.Fprintf(&b, "| %d, %d, %s | %s |", k.nodes, k.degree, des.FormatBytes(int64(k.payload)), k.arm)
+		label := k.family
+		if n := len(armsOf[k]); k.family == "segmented arms" {
+			label = fmt.Sprintf("%d segmented", n)
+			if n == 1 {
+				for a := range armsOf[k] {
+					label = a
+				}
+			}
+		}
+		fmt.Fprintf(&b, "| %d, %d, %s | %s |", k.nodes, k.degree, des.FormatBytes(int64(k.payload)), label)
 		for _, c := range cols {
-			if r, ok := cells[k][c]; ok {
-				fmt.Fprintf(&b, " %.1f GiB, %.0f s |", r.RSSMaxMiB/1024, r.WallMedianS)
-			} else {
+			sp, ok := cells[k][c]
+			switch {
+			case !ok:
 				b.WriteString(" |")
+			case math.Round(sp.wallLo) == math.Round(sp.wallHi):
+				fmt.Fprintf(&b, " %.1f GiB, %.0f s |", sp.rss/1024, sp.wallHi)
+			default:
+				fmt.Fprintf(&b, " %.1f GiB, %.0f–%.0f s |", sp.rss/1024, sp.wallLo, sp.wallHi)
 			}
 		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// familyOrder puts the whole message's row of a size first.
+func familyOrder(family string) int {
+	if family == "whole message" {
+		return 0
+	}
+	return 1
 }
 
 // lookup finds the measured kind nearest to c: the same arm, transport,

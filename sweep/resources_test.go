@@ -142,3 +142,28 @@ func TestEstimateCostFallsBack(t *testing.T) {
 		require.Equal(t, time.Duration(r.WallMedianS*float64(time.Second)), EstimateCost(c).Wall, "%+v", r.Kind)
 	}
 }
+
+// TestWriteResourcesBrief: per size, the whole message's row comes first
+// with its largest peak and median wall; the segmented arms share one row
+// per size with the largest peak of any of them and the range of their
+// medians (or the arm's name when it is the only one); kinds on another
+// network, encoding or with partitions are left out.
+func TestWriteResourcesBrief(t *testing.T) {
+	recs := []*cell.Record{
+		resourceRecord(500, 70, "atuned_32k", "quic", "harness", 5<<20, 210),
+		resourceRecord(500, 70, "c_32k", "quic", "harness", 7<<20, 270),
+		resourceRecord(500, 70, "c_32k", "tcp", "shadow", 8<<20, 190),
+		resourceRecord(500, 70, "wholend", "quic", "harness", 14<<20, 630),
+		resourceRecord(250, 70, "atuned_32k", "quic", "harness", 3<<20, 70),
+		resourceRecord(500, 70, "wholend", "quic", "harness", 20<<20, 100),
+	}
+	recs[5].Partitions = 2
+	var b strings.Builder
+	require.NoError(t, WriteResourcesBrief(&b, MeasureResources(recs, []string{"a", "a", "a", "a", "a", "a"})))
+	require.Equal(t, `| nodes, degree, payload | arms | harness QUIC | shadow TCP |
+| --- | --- | ---: | ---: |
+| 250, 70, 1 MiB | atuned_32k | 3.0 GiB, 70 s | |
+| 500, 70, 1 MiB | whole message | 14.0 GiB, 630 s | |
+| 500, 70, 1 MiB | 2 segmented | 7.0 GiB, 210–270 s | 8.0 GiB, 190 s |
+`, b.String())
+}
