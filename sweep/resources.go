@@ -183,10 +183,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 		nodes, degree, payload int
 		family                 string
 	}
-	type span struct {
-		rss, wallLo, wallHi float64
-		arms                int
-	}
+	type span struct{ rss, wallLo, wallHi float64 }
 	var rows []row
 	var cols []string
 	cells := map[row]map[string]*span{}
@@ -196,11 +193,10 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 			continue
 		}
 		family := r.Arm
-		if a, err := arms.LookupArm(r.Arm); err == nil {
+		if segmentedArm(r.Arm) {
+			family = "segmented arms"
+		} else if _, err := arms.LookupArm(r.Arm); err == nil {
 			family = "whole message"
-			if a.Unit > 0 {
-				family = "segmented arms"
-			}
 		}
 		k := row{r.Nodes, r.Degree, r.Payload, family}
 		col := r.Profile + " " + strings.ToUpper(r.Transport)
@@ -214,7 +210,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 			sp = &span{wallLo: r.WallMedianS, wallHi: r.WallMedianS}
 			cells[k][col] = sp
 		}
-		sp.rss, sp.arms = max(sp.rss, r.RSSMaxMiB), sp.arms+1
+		sp.rss = max(sp.rss, r.RSSMaxMiB)
 		sp.wallLo, sp.wallHi = min(sp.wallLo, r.WallMedianS), max(sp.wallHi, r.WallMedianS)
 		if !slices.Contains(cols, col) {
 			cols = append(cols, col)
@@ -324,7 +320,7 @@ func measuredCost(t []Resource, c cell.Config) (Cost, bool) {
 // once on a 24 GiB machine. False for the whole message, an arm outside
 // the catalogue, or a kind with no segmented arm measured.
 func segmentedCost(t []Resource, c cell.Config) (Cost, bool) {
-	if a, err := arms.LookupArm(c.Arm); err != nil || a.Unit == 0 {
+	if !segmentedArm(c.Arm) {
 		return Cost{}, false
 	}
 	var out Cost
@@ -335,7 +331,7 @@ func segmentedCost(t []Resource, c cell.Config) (Cost, bool) {
 			continue
 		}
 		tried[r.Arm] = true
-		if a, err := arms.LookupArm(r.Arm); err != nil || a.Unit == 0 {
+		if !segmentedArm(r.Arm) {
 			continue
 		}
 		other := c
@@ -345,4 +341,11 @@ func segmentedCost(t []Resource, c cell.Config) (Cost, bool) {
 		}
 	}
 	return out, found
+}
+
+// segmentedArm reports whether name is a catalogue arm that sends the
+// payload in units rather than as the whole message.
+func segmentedArm(name string) bool {
+	a, err := arms.LookupArm(name)
+	return err == nil && a.Unit > 0
 }
