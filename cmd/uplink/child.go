@@ -24,7 +24,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/uplinksim/uplink/cmd/uplink/internal/bubble"
 	"github.com/uplinksim/uplink/protocols/cell"
-	"github.com/uplinksim/uplink/sweep"
 )
 
 // The child processes of uplink run: each cell runs in its own process
@@ -106,12 +105,9 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	if err != nil {
 		return nil, err
 	}
-	rss := make([]int64, len(cfgs))
-	for i, c := range cfgs {
-		rss[i] = sweep.EstimateCost(c).RSS
-	}
+	wall, rss := cellEstimates(cfgs)
 	gate := newMemGate(jobs, mem)
-	est := aloneWeights(cellEstimates(cfgs), rss, jobs, mem)
+	est := aloneWeights(wall, rss, jobs, mem)
 	finished := make([]bool, len(cfgs))
 	eta, how := sweepETA(est, finished, jobs, 0)
 	at := fmt.Sprintf("%d at a time", min(jobs, len(cfgs)))

@@ -72,13 +72,15 @@ func watchCell(w *cell.Watch, every time.Duration, out io.Writer) (stop func()) 
 	}
 }
 
-// cellEstimates is each cell's estimated wall time (sweep.EstimateCost).
-func cellEstimates(cfgs []cell.Config) []time.Duration {
-	est := make([]time.Duration, len(cfgs))
+// cellEstimates is each cell's estimated wall time and peak memory
+// (sweep.EstimateCost).
+func cellEstimates(cfgs []cell.Config) (wall []time.Duration, rss []int64) {
+	wall, rss = make([]time.Duration, len(cfgs)), make([]int64, len(cfgs))
 	for i, c := range cfgs {
-		est[i] = sweep.EstimateCost(c).Wall
+		cost := sweep.EstimateCost(c)
+		wall[i], rss[i] = cost.Wall, cost.RSS
 	}
-	return est
+	return wall, rss
 }
 
 // sweepETA is the wall time a sweep of cells with estimated wall times est
