@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -13,22 +14,30 @@ import (
 )
 
 // memHelp describes --mem (run and validate).
-const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory); a cell that needs more than this alone is refused before the sweep starts"
+const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory); a cell that needs more than this alone is refused before the sweep starts, or left out with --skip-over-mem"
 
 // checkCells makes, before any cell starts, every check a cell process
-// would make of its configuration, and checks that the largest cell fits
-// in memory (checkMemory). Its errors are usage errors naming the cell.
-func checkCells(cfgs []cell.Config, memS string) error {
+// would make of its configuration, and checks each cell's memory: a cell
+// that needs more than the memory alone (checkMemory) refuses the sweep,
+// or with skipBig is left out of it, named on w with its estimate. It
+// returns the cells to run. Its errors are usage errors naming the cell.
+func checkCells(cfgs []cell.Config, memS string, skipBig bool, w io.Writer) ([]cell.Config, error) {
 	// The memory first: it is the cheaper check, and names the size.
-	if err := checkMemory(cfgs, memS); err != nil {
-		return err
+	if skipBig {
+		fit, err := skipOverMemory(cfgs, memS, w)
+		if err != nil {
+			return nil, err
+		}
+		cfgs = fit
+	} else if err := checkMemory(cfgs, memS); err != nil {
+		return nil, err
 	}
 	for _, c := range cfgs {
 		if err := c.Check(); err != nil {
-			return usageError{fmt.Errorf("cell %s %s seed %d: %w", cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, err)}
+			return nil, usageError{fmt.Errorf("cell %s %s seed %d: %w", cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, err)}
 		}
 	}
-	return nil
+	return cfgs, nil
 }
 
 // checkMemory checks that the largest of the cells fits in memory (memS,
@@ -57,8 +66,30 @@ func checkMemory(cfgs []cell.Config, memS string) error {
 		return nil
 	}
 	n, degree := cfgs[big].Size()
-	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, or state the memory with --mem",
+	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, state the memory with --mem, or leave such cells out with --skip-over-mem",
 		n, degree, des.FormatBytes(int64(cfgs[big].Payload)), fmtGiB(need), source, fmtGiB(mem))}
+}
+
+// skipOverMemory returns the cells that fit in memory alone (memS, or the
+// machine's available memory), in their order, and names each one left
+// out on w with its estimate and the memory it exceeds.
+func skipOverMemory(cfgs []cell.Config, memS string, w io.Writer) ([]cell.Config, error) {
+	mem, source, err := memBudget(memS)
+	if err != nil || mem == 0 {
+		return cfgs, err
+	}
+	var fit []cell.Config
+	for _, c := range cfgs {
+		need := sweep.EstimateCost(c).RSS
+		if need <= mem {
+			fit = append(fit, c)
+			continue
+		}
+		n, degree := c.Size()
+		fmt.Fprintf(w, "--skip-over-mem: not running %s %s seed %d (%d nodes, degree %d, %s payload): needs about %s (sweep.EstimateCost), %s is %s\n",
+			cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, n, degree, des.FormatBytes(int64(c.Payload)), fmtGiB(need), source, fmtGiB(mem))
+	}
+	return fit, nil
 }
 
 // memBudget is --mem, or else the machine's available memory (0 where

@@ -93,7 +93,7 @@ type commonFlags struct {
 	partitions                         int
 	setupQuantum, progressEvery        time.Duration
 	memLimit, mem, shard               string
-	listCells, quiet                   bool
+	listCells, quiet, skipOverMem      bool
 	seedsRequired                      bool
 }
 
@@ -147,6 +147,7 @@ func (c *commonFlags) register(g *flagGroups, d commonDefaults) {
 	perf.IntVar(&c.jobs, "jobs", 2, "cells run in parallel, one process each")
 	perf.StringVar(&c.shard, "shard", "", shardHelp)
 	perf.StringVar(&c.mem, "mem", "", memHelp)
+	perf.BoolVar(&c.skipOverMem, "skip-over-mem", false, "leave out the cells that need more than --mem alone, each named with its estimate (a table or study prints them as not run), instead of refusing the sweep")
 	perf.IntVar(&c.partitions, "partitions", 1, partitionsHelp)
 	perf.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell, or per partition, is fastest); 0: --partitions")
 	perf.IntVar(&c.setupProcs, "setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
@@ -168,6 +169,7 @@ type sweepSettings struct {
 	setupProcs   int
 	partitions   int // cell.Config.Partitions: 0 for one bubble
 	mem          string
+	skipOverMem  bool // --skip-over-mem: leave out cells over mem rather than refuse
 	shard        string
 	listCells    bool
 	run          runOpts // jobs, the cell processes' environment, quiet, progress-every
@@ -249,7 +251,7 @@ func (c *commonFlags) check() (sweepSettings, error) {
 		return s, err
 	}
 	s.setupQuantum, s.setupProcs = des.Time(c.setupQuantum), c.setupProcs
-	s.mem, s.shard, s.listCells = c.mem, c.shard, c.listCells
+	s.mem, s.skipOverMem, s.shard, s.listCells = c.mem, c.skipOverMem, c.shard, c.listCells
 	s.run = runOpts{jobs: c.jobs, env: env, quiet: c.quiet, progressEvery: c.progressEvery, mem: c.mem}
 	return s, nil
 }

@@ -55,7 +55,7 @@ func TestCommonFlags(t *testing.T) {
 		}
 	})
 	require.ElementsMatch(t, []string{"seeds", "network", "knob", "gossip", "wire-encoding", "counts-at", "list-cells", "quiet", "progress-every",
-		"jobs", "shard", "mem", "partitions", "gomaxprocs", "setup-procs", "setup-quantum", "gogc", "memlimit"}, names)
+		"jobs", "shard", "mem", "skip-over-mem", "partitions", "gomaxprocs", "setup-procs", "setup-quantum", "gogc", "memlimit"}, names)
 
 	checkUsageErrors(t, []usageCase{
 		{[]string{"run", "--seeds", ""}, "--seeds: \"\": want seeds"},

@@ -177,9 +177,12 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		base.Topology = d
 	} else {
 		// Check the topology parameters here, with the flag names, once
-		// a cell of this size is known to fit.
-		if err := checkMemory([]cell.Config{base}, set.mem); err != nil {
-			return err
+		// a cell of this size is known to fit (with --skip-over-mem each
+		// cell is checked below).
+		if !set.skipOverMem {
+			if err := checkMemory([]cell.Config{base}, set.mem); err != nil {
+				return err
+			}
 		}
 		if err := netmodel.CheckDraw(*nodes, *degree, *latency, *netS); err != nil {
 			return usageError{fmt.Errorf("--nodes %d --degree %d --net %s --latency %s: %w", *nodes, *degree, *netS, *latency, err)}
@@ -261,7 +264,8 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		}
 		jobsList = todo
 	}
-	if err := checkCells(jobsList, set.mem); err != nil {
+	jobsList, err = checkCells(jobsList, set.mem, set.skipOverMem, stderr)
+	if err != nil {
 		return err
 	}
 	o := set.run

@@ -105,11 +105,12 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	}
 	// check makes every check of the cells to run before any starts
 	// (also with --dry-run); with --cached-only nothing runs.
-	check := func(todo []cell.Config) error {
+	// It returns the cells to run: with --skip-over-mem, those that fit.
+	check := func(todo []cell.Config) ([]cell.Config, error) {
 		if *cachedOnly {
-			return nil
+			return todo, nil
 		}
-		return checkCells(todo, set.mem)
+		return checkCells(todo, set.mem, set.skipOverMem, stderr)
 	}
 	runner := func(cfgs []cell.Config, records map[string]*cell.Record) error {
 		if *cachedOnly {
@@ -160,7 +161,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	if plan.Shrunk {
 		fmt.Fprintln(stderr, "note: the cells are shrunk (--nodes or --seeds): the comparison is indicative only")
 	}
-	checkErr := check(todo)
+	todo, checkErr := check(todo)
 	if *dryRun {
 		printPlan(stdout, plan, records)
 		return checkErr
@@ -442,7 +443,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 
 // runStudy runs a study's missing cells and prints its table and reading.
 func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, reportDir, export string, sh shardOpts,
-	check func([]cell.Config) error, run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
+	check func([]cell.Config) ([]cell.Config, error), run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, user, err := loadStudy(name)
 	if err != nil {
 		return usageError{err}
@@ -477,7 +478,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	}
 	fmt.Fprintf(stderr, "study %s: %s\n%d variants × %d arms, %d runs (%d from %s, %d to run)\n",
 		st.Name, st.Question, len(st.Variants), len(st.Arms), len(all), len(all)-len(todo), recordSources(cache, reuse), len(todo))
-	checkErr := check(todo)
+	todo, checkErr := check(todo)
 	if checkErr != nil && !dryRun {
 		return checkErr
 	}

@@ -251,7 +251,8 @@ func runGrid(g gridPlan, done map[string]*cell.Record, sh shardOpts, set sweepSe
 		line += fmt.Sprintf(" (%d already in %s, %d to run)", len(all)-len(todo), o.out, len(todo))
 	}
 	fmt.Fprintln(stderr, line)
-	if err := checkCells(todo, set.mem); err != nil {
+	todo, err = checkCells(todo, set.mem, set.skipOverMem, stderr)
+	if err != nil {
 		return err
 	}
 	records := map[string]*cell.Record{}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/sweep"
+)
+
+// TestSkipOverMem: a cell that needs more than --mem alone refuses the
+// sweep, naming --skip-over-mem; with it the cell is left out, named with
+// its estimate, and the others run in their order.
+func TestSkipOverMem(t *testing.T) {
+	small := tinyCell(t)
+	other := tinyCell(t)
+	other.Seed = 8
+	big := tinyCell(t)
+	big.N, big.Degree, big.Payload = 2000, 70, 2<<20
+	require.NoError(t, big.Check())
+	const mem = 4 << 30
+	require.Less(t, sweep.EstimateCost(small).RSS, int64(mem))
+	require.Greater(t, sweep.EstimateCost(big).RSS, int64(mem))
+	cfgs := []cell.Config{small, big, other}
+
+	var w bytes.Buffer
+	_, err := checkCells(cfgs, "4GiB", false, &w)
+	require.ErrorAs(t, err, new(usageError))
+	require.ErrorContains(t, err, "a cell of 2000 nodes at degree 70 with a 2 MiB payload needs about")
+	require.ErrorContains(t, err, "--skip-over-mem")
+	require.Empty(t, w.String())
+
+	fit, err := checkCells(cfgs, "4GiB", true, &w)
+	require.NoError(t, err)
+	require.Equal(t, []cell.Config{small, other}, fit)
+	require.Contains(t, w.String(), "--skip-over-mem: not running wholend harness seed 7 (2000 nodes, degree 70, 2 MiB payload): needs about ")
+	require.Contains(t, w.String(), "--mem is 4.0 GiB")
+	require.Equal(t, 1, bytes.Count(w.Bytes(), []byte("\n")))
+
+	// Every cell over: nothing runs, and nothing is refused.
+	w.Reset()
+	fit, err = checkCells([]cell.Config{big}, "4GiB", true, &w)
+	require.NoError(t, err)
+	require.Empty(t, fit)
+	require.Contains(t, w.String(), "not running")
+}
