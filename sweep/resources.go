@@ -171,8 +171,9 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 }
 
 // WriteResourcesBrief writes the resource table in brief, for the README:
-// the kinds of cell on uplink's network with the study's encoding in one
-// bubble, one column per profile and transport, and per size one row for
+// the kinds of cell on uplink's network with the study's encoding and
+// payload (1 MiB) in one bubble, one column per profile and transport,
+// and per size one row for
 // the whole message and one for the segmented arms together (so that the
 // table does not grow with the arms measured). A cell of the table is the
 // largest peak RSS of its kinds (for the segmented arms, what
@@ -180,8 +181,8 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 // the range of the medians over several arms.
 func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	type row struct {
-		nodes, degree, payload int
-		family                 string
+		nodes, degree int
+		family        string
 	}
 	type span struct{ rss, wallLo, wallHi float64 }
 	var rows []row
@@ -189,7 +190,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	cells := map[row]map[string]*span{}
 	armsOf := map[row]map[string]bool{}
 	for _, r := range t {
-		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 {
+		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 || r.Payload != 1<<20 {
 			continue
 		}
 		family := r.Arm
@@ -198,7 +199,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 		} else if _, err := arms.LookupArm(r.Arm); err == nil {
 			family = "whole message"
 		}
-		k := row{r.Nodes, r.Degree, r.Payload, family}
+		k := row{r.Nodes, r.Degree, family}
 		col := r.Profile + " " + strings.ToUpper(r.Transport)
 		if cells[k] == nil {
 			cells[k], armsOf[k] = map[string]*span{}, map[string]bool{}
@@ -218,11 +219,10 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	}
 	slices.Sort(cols)
 	slices.SortStableFunc(rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.degree, b.degree), cmp.Compare(a.payload, b.payload),
-			cmp.Compare(familyOrder(a.family), familyOrder(b.family)))
+		return cmp.Or(cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.degree, b.degree), cmp.Compare(familyOrder(a.family), familyOrder(b.family)))
 	})
 	var b strings.Builder
-	b.WriteString("| nodes, degree, payload | arms |")
+	b.WriteString("| nodes, degree | arms |")
 	for _, c := range cols {
 		b.WriteString(" " + c + " |")
 	}
@@ -237,7 +237,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 				}
 			}
 		}
-		fmt.Fprintf(&b, "| %d, %d, %s | %s |", k.nodes, k.degree, des.FormatBytes(int64(k.payload)), label)
+		fmt.Fprintf(&b, "| %d, %d | %s |", k.nodes, k.degree, label)
 		for _, c := range cols {
 			sp, ok := cells[k][c]
 			switch {

@@ -136,7 +136,7 @@ func TestResultsResourceTable(t *testing.T) {
 	got, err := os.ReadFile(readme)
 	require.NoError(t, err)
 	require.Equal(t, "# x\n\n"+resourcesBegin+
-		"| nodes, degree, payload | arms | shadow QUIC |\n| --- | --- | ---: |\n| 20, 19, 1 MiB | whole message | 3.0 GiB, 20 s |\n"+
+		"| nodes, degree | arms | shadow QUIC |\n| --- | --- | ---: |\n| 20, 19 | whole message | 3.0 GiB, 20 s |\n"+
 		resourcesEnd+"\nafter\n", string(got))
 	js, err := os.ReadFile(filepath.Join(root, "resources.json"))
 	require.NoError(t, err)
