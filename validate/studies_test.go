@@ -8,8 +8,9 @@ import (
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
-// Every study builds valid cells (profiles and knobs accepted), one per
-// variant, arm and seed, each variant a different cell.
+// Every study builds valid cells (profiles and knobs accepted, and every
+// cell's Check passed), one per variant, arm and seed, each variant a
+// different cell.
 func TestStudiesBuild(t *testing.T) {
 	for _, s := range Studies() {
 		cells, err := s.Cells(20, []uint64{7, 8}, cell.Config{Gossip: cell.StudyGossip()})
@@ -28,6 +29,11 @@ func TestStudiesBuild(t *testing.T) {
 			for _, cfg := range c.Configs {
 				if cfg.N != 20 || cfg.Degree != 19 {
 					t.Fatalf("%s: N %d degree %d", s.Name, cfg.N, cfg.Degree)
+				}
+				// What a cell process checks before it builds a host, and
+				// validate before any cell starts.
+				if err := cfg.Check(); err != nil {
+					t.Fatalf("%s: %v", s.Name, err)
 				}
 				keys[cfg.Key()] = true
 			}
