@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,50 +48,54 @@ func checkCells(cfgs []cell.Config, memS string, skipBig bool, w io.Writer) ([]c
 // kind. Cells that do not fit beside one another are not refused: the
 // sweep runs them fewer at a time (memGate).
 func checkMemory(cfgs []cell.Config, memS string) error {
-	if len(cfgs) == 0 {
-		return nil
-	}
-	mem, source, err := memBudget(memS)
-	if err != nil {
+	_, over, mem, source, err := splitByMemory(cfgs, memS)
+	if err != nil || len(over) == 0 {
 		return err
 	}
-	if mem == 0 {
-		return nil // no figure to check against (not Linux, and no --mem)
-	}
-	big, need := 0, int64(0) // the largest cell
-	for i, c := range cfgs {
-		if e := sweep.EstimateCost(c).RSS; e > need {
-			big, need = i, e
-		}
-	}
-	if need <= mem {
-		return nil
-	}
-	n, degree := cfgs[big].Size()
+	big := slices.MaxFunc(over, func(a, b overCell) int { return cmp.Compare(a.need, b.need) })
+	n, degree := big.cfg.Size()
 	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, state the memory with --mem, or leave such cells out with --skip-over-mem",
-		n, degree, des.FormatBytes(int64(cfgs[big].Payload)), fmtGiB(need), source, fmtGiB(mem))}
+		n, degree, des.FormatBytes(int64(big.cfg.Payload)), fmtGiB(big.need), source, fmtGiB(mem))}
 }
 
-// skipOverMemory returns the cells that fit in memory alone (memS, or the
-// machine's available memory), in their order, and names each one left
-// out on w with its estimate and the memory it exceeds.
+// skipOverMemory returns the cells that fit in memory alone, in their
+// order, and names each one left out on w with its estimate and the
+// memory it exceeds.
 func skipOverMemory(cfgs []cell.Config, memS string, w io.Writer) ([]cell.Config, error) {
-	mem, source, err := memBudget(memS)
-	if err != nil || mem == 0 {
-		return cfgs, err
-	}
-	var fit []cell.Config
-	for _, c := range cfgs {
-		need := sweep.EstimateCost(c).RSS
-		if need <= mem {
-			fit = append(fit, c)
-			continue
-		}
-		n, degree := c.Size()
+	fit, over, mem, source, err := splitByMemory(cfgs, memS)
+	for _, o := range over {
+		n, degree := o.cfg.Size()
 		fmt.Fprintf(w, "--skip-over-mem: not running %s %s seed %d (%d nodes, degree %d, %s payload): needs about %s (sweep.EstimateCost), %s is %s\n",
-			cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, n, degree, des.FormatBytes(int64(c.Payload)), fmtGiB(need), source, fmtGiB(mem))
+			cmpOr(o.cfg.Arm, "whole"), o.cfg.Profile.Name, o.cfg.Seed, n, degree, des.FormatBytes(int64(o.cfg.Payload)), fmtGiB(o.need), source, fmtGiB(mem))
 	}
-	return fit, nil
+	return fit, err
+}
+
+// overCell is a cell that needs more than the memory alone.
+type overCell struct {
+	cfg  cell.Config
+	need int64 // sweep.EstimateCost's peak RSS
+}
+
+// splitByMemory splits the cells, in their order, into those whose
+// sweep.EstimateCost fits in memory alone (memS, or the machine's
+// available memory, named by source) and those over it. With no memory
+// figure (not Linux, and no --mem) every cell fits.
+func splitByMemory(cfgs []cell.Config, memS string) (fit []cell.Config, over []overCell, mem int64, source string, err error) {
+	if len(cfgs) == 0 {
+		return nil, nil, 0, "", nil
+	}
+	if mem, source, err = memBudget(memS); err != nil || mem == 0 {
+		return cfgs, nil, mem, source, err
+	}
+	for _, c := range cfgs {
+		if need := sweep.EstimateCost(c).RSS; need > mem {
+			over = append(over, overCell{c, need})
+		} else {
+			fit = append(fit, c)
+		}
+	}
+	return fit, over, mem, source, nil
 }
 
 // memBudget is --mem, or else the machine's available memory (0 where
