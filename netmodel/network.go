@@ -72,10 +72,12 @@ func (r DropReason) String() string {
 // node's uplink shaper; Recv counts packets put in a socket's receive
 // buffer. Loss is counted at the sender, every other drop where it happens
 // (a netem drop at the receiver, whose pipe it is). A GSO unit counts as
-// its datagrams, and its bytes as the sum of theirs.
+// its datagrams, and its bytes as the sum of theirs. CrossedPackets counts
+// the sent packets bound for a node of another partition (a Crossing).
 type Counters struct {
 	SentPackets, SentBytes uint64
 	RecvPackets, RecvBytes uint64
+	CrossedPackets         uint64
 	Drops                  [NumDropReasons]uint64
 }
 
@@ -433,6 +435,7 @@ func (nd *Node) departUp(p *Packet, now des.Time) bool {
 		panic(fmt.Sprintf("netmodel: latency model %T gives %v from node %d to node %d at %v: want 0 to %v", n.cfg.Latency, lat, from, to, now, des.MaxLatency))
 	}
 	if n.nodes[to].remote {
+		nd.Counters.CrossedPackets += uint64(max(1, len(p.Segs)))
 		n.outbox = append(n.outbox, Crossing{At: now + lat, Sent: now, From: from, To: to, P: p})
 		return true
 	}

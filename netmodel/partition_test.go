@@ -230,6 +230,8 @@ func TestCrossingExactTimes(t *testing.T) {
 	require.NoError(t, sa.Send(1, 1, make([]byte, 972), 0))
 	require.NoError(t, RunPartitions([]*Network{a, b}, 7*des.Millisecond, 100*des.Millisecond))
 	require.Equal(t, []des.Time{9 * des.Millisecond, 10 * des.Millisecond}, *gotB)
+	require.Equal(t, uint64(2), a.Node(0).Counters.CrossedPackets, "both packets crossed")
+	require.Zero(t, b.Node(1).Counters.CrossedPackets)
 
 	// The packet leaves the uplink at 1 ms and arrives at 8 ms: a 9 ms
 	// window would have had to hold it.

@@ -1287,6 +1287,7 @@ func (d *driver) record() *Record {
 	for i, c := range m.cost.net {
 		rec.SimPackets += c.SentPackets
 		rec.SimBytes += c.SentBytes
+		rec.CrossPackets += c.CrossedPackets
 		delivPackets += c.SentPackets - base[i].SentPackets
 	}
 	if delivPackets > 0 {

@@ -64,6 +64,7 @@ func TestSplitCell(t *testing.T) {
 		require.NoError(t, err)
 	})
 	require.Equal(t, 1, one.Partitions)
+	require.Zero(t, one.CrossPackets, "nothing crosses in one bubble")
 	for _, k := range []int{2, 3} {
 		t.Run(fmt.Sprintf("K=%d", k), func(t *testing.T) {
 			before := runtime.NumGoroutine()
@@ -79,7 +80,10 @@ func TestSplitCell(t *testing.T) {
 			require.Equal(t, 20*14, rec.ConnAtPublish.Ends) // 140 edges, two ends each
 			require.True(t, rec.MeshStable)
 			require.NotNil(t, rec.P50S)
-			t.Logf("K=%d: p50 %.3f s, p99 %.3f s (one bubble: %.3f s, %.3f s); window %.3f ms; %d packets", k, *rec.P50S, *rec.P99S, *one.P50S, *one.P99S, rec.PartitionWindowMS, rec.SimPackets)
+			// Every partition's nodes have peers in the others.
+			require.Positive(t, rec.CrossPackets)
+			require.Less(t, rec.CrossPackets, rec.SimPackets)
+			t.Logf("K=%d: p50 %.3f s, p99 %.3f s (one bubble: %.3f s, %.3f s); window %.3f ms; %d packets, %d crossed", k, *rec.P50S, *rec.P99S, *one.P50S, *one.P99S, rec.PartitionWindowMS, rec.SimPackets, rec.CrossPackets)
 			// One run of each: quic-go's randomness alone moves this
 			// cell's p50 by a third from run to run in one bubble (0.65
 			// to 0.85 s seen), so the bound is one half.

@@ -241,6 +241,9 @@ type Record struct {
 	// used.
 	PhaseCPU   Phases `json:"phase_cpu_s"`
 	SimPackets uint64 `json:"sim_packets"`
+	// CrossPackets are the simulated packets that crossed from one
+	// partition to another (split cells only).
+	CrossPackets uint64 `json:"cross_packets,omitempty"`
 	// ConnAtPublish is quic-go's view of the connections at the publish
 	// (QUIC cells).
 	ConnAtPublish *ConnState        `json:"conn_at_publish,omitempty"`
