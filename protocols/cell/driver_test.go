@@ -74,8 +74,9 @@ func failAt(phase string) func(string) error {
 // TestNoGoroutineLeft: a cell leaves no goroutine behind, whichever way
 // Run returns. Each case runs in a synctest bubble, which fails the test
 // when goroutines remain blocked after the bubble's function returns:
-// on success; on an error after the routers started (before the dial,
-// and once the meshes formed); on a real dial error (one host closed
+// on success; on an error as each phase starts (the hosts, the dial
+// with the routers started before it, the mesh wait, a warm-up, the
+// delivery once the meshes formed, the teardown); on a real dial error (one host closed
 // before the dial); and on a panic in a phase, which Run returns as an
 // error after tearing the cell down. A gossipsub setting the library
 // refuses (D 2, Dlo 1, Dhi 3) never reaches the routers: Run refuses it
@@ -91,6 +92,12 @@ func TestNoGoroutineLeft(t *testing.T) {
 			require.Equal(t, RouterBeforeDial, c.Profile.RouterStart)
 			c.fault = failAt("dial")
 		}, "injected failure at dial"},
+		{"error-at-hosts", func(c *Config) { c.fault = failAt("hosts") }, "injected failure at hosts"},
+		{"error-at-mesh", func(c *Config) { c.fault = failAt("mesh") }, "injected failure at mesh"},
+		{"error-in-warmup", func(c *Config) {
+			c.Warmup = Warmup{Kind: "streams", Stream: 16 << 10}
+			c.fault = failAt("warmup")
+		}, "injected failure at warmup"},
 		{"error-once-meshes-formed", func(c *Config) { c.fault = failAt("delivery") }, "injected failure at delivery"},
 		{"error-in-teardown-phase-start", func(c *Config) { c.fault = failAt("teardown") }, "injected failure at teardown"},
 		{"dial-error", func(c *Config) {
