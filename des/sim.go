@@ -66,7 +66,8 @@
 // garbage collector. Only the Exchange's channels may be made outside the
 // bubbles: a goroutine of a bubble blocked on any other outside channel
 // stops that bubble's clock. A gossipsub cell runs split this way with
-// --partitions (protocols/cell/partition.go).
+// --partitions (protocols/cell/partition.go); a 20-node cell at K = 2 and
+// K = 3, every receiver complete, is its test (TestSplitCell).
 package des
 
 import "fmt"
