@@ -76,9 +76,9 @@ func failAt(phase string) func(string) error {
 // when goroutines remain blocked after the bubble's function returns:
 // on success; on an error as each phase starts (the hosts, the dial
 // with the routers started before it, the mesh wait, a warm-up, the
-// delivery once the meshes formed, the teardown); on a real dial error (one host closed
-// before the dial); and on a panic in a phase, which Run returns as an
-// error after tearing the cell down. A gossipsub setting the library
+// delivery once the meshes formed, the teardown); on a real dial error
+// (one host closed before the dial); and on a panic in a phase, which
+// Run returns as an error after tearing the cell down. A gossipsub setting the library
 // refuses (D 2, Dlo 1, Dhi 3) never reaches the routers: Run refuses it
 // first.
 func TestNoGoroutineLeft(t *testing.T) {
