@@ -174,10 +174,11 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 // the kinds of cell on uplink's network with the study's encoding and
 // payload (1 MiB) in one bubble, one column per profile and transport,
 // and per size one row for the whole message and one for the segmented
-// arms together (so that the table does not grow with the arms measured). A cell of the table is the
-// largest peak RSS of its kinds (for the segmented arms, what
-// EstimateCost gives one never measured) and their median wall time, or
-// the range of the medians over several arms.
+// arms together (so that the table does not grow with the arms
+// measured). A cell of the table is the largest peak RSS of its kinds
+// (for the segmented arms, what EstimateCost gives one never measured)
+// and their median wall time, or the range of the medians over several
+// arms.
 func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	const studyPayload = 1 << 20 // the study's payload, 1 MiB
 	type row struct {
