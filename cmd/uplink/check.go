@@ -36,7 +36,7 @@ func checkCells(cfgs []cell.Config, memS string, skipBig bool, w io.Writer) ([]c
 	}
 	for _, c := range cfgs {
 		if err := c.Check(); err != nil {
-			return nil, usageError{fmt.Errorf("cell %s %s seed %d: %w", cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, err)}
+			return nil, usageError{fmt.Errorf("cell %s %s seed %d: %w", cmp.Or(c.Arm, "whole"), c.Profile.Name, c.Seed, err)}
 		}
 	}
 	return cfgs, nil
@@ -66,7 +66,7 @@ func skipOverMemory(cfgs []cell.Config, memS string, w io.Writer) ([]cell.Config
 	for _, o := range over {
 		n, degree := o.cfg.Size()
 		fmt.Fprintf(w, "--skip-over-mem: not running %s %s seed %d (%d nodes, degree %d, %s payload): needs about %s (sweep.EstimateCost), %s is %s\n",
-			cmpOr(o.cfg.Arm, "whole"), o.cfg.Profile.Name, o.cfg.Seed, n, degree, des.FormatBytes(int64(o.cfg.Payload)), fmtGiB(o.need), source, fmtGiB(mem))
+			cmp.Or(o.cfg.Arm, "whole"), o.cfg.Profile.Name, o.cfg.Seed, n, degree, des.FormatBytes(int64(o.cfg.Payload)), fmtGiB(o.need), source, fmtGiB(mem))
 	}
 	return fit, err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,7 @@ type runOpts struct {
 // cellDir is the folder of a cell's trace, captures and figures under
 // run's --trace, --pcap and --plot: arm-profile-seedN-key.
 func cellDir(c cell.Config) string {
-	name := fmt.Sprintf("%s-%s-seed%d-%s", cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, c.Key())
+	name := fmt.Sprintf("%s-%s-seed%d-%s", cmp.Or(c.Arm, "whole"), c.Profile.Name, c.Seed, c.Key())
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
 			return r
@@ -66,7 +67,7 @@ func cellDir(c cell.Config) string {
 // that cannot be written stops the other cells and fails the run. The ETA
 // it prints is sweepETA's.
 func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, error) {
-	jobs, outFlag := o.jobs, cmpOr(o.outFlag, "--out")
+	jobs, outFlag := o.jobs, cmp.Or(o.outFlag, "--out")
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("run: finding the uplink binary to run cells: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -71,7 +72,7 @@ func printKnobs(w io.Writer) error {
 	for _, d := range docs {
 		row := []string{d.Name}
 		for _, v := range values {
-			row = append(row, cmpOr(v[d.Name], "(empty)"))
+			row = append(row, cmp.Or(v[d.Name], "(empty)"))
 		}
 		rows = append(rows, row)
 	}

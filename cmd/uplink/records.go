@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -145,7 +146,7 @@ func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Conf
 		cost := sweep.EstimateCost(c)
 		n, _ := c.Size()
 		wall += cost.Wall.Seconds()
-		fmt.Fprintf(stdout, "%-24s  %-10s  %-8s  %5d  %6d  %8d  %8.0f  %10.1f\n", c.Key(), cmpOr(c.Arm, "whole"), c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30))
+		fmt.Fprintf(stdout, "%-24s  %-10s  %-8s  %5d  %6d  %8d  %8.0f  %10.1f\n", c.Key(), cmp.Or(c.Arm, "whole"), c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30))
 	}
 	fmt.Fprintf(stdout, "%d cells, about %.0f s of one core (sweep.EstimateCost)\n", len(cfgs), wall)
 	return cfgs, true, nil

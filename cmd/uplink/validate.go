@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -494,7 +495,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 			if off := v.BRulesOff.String(); off != "" {
 				skip = ", variant B's rules off: " + off + skip
 			}
-			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v%s)\n", i, v.Label, v.Profile, cmpOr(v.Transport, "quic"), v.Knobs, skip)
+			fmt.Fprintf(stdout, "variant %d: %s (profile %s, transport %s, knobs %v%s)\n", i, v.Label, v.Profile, cmp.Or(v.Transport, "quic"), v.Knobs, skip)
 		}
 		return checkErr
 	}
@@ -558,13 +559,6 @@ func printStudy(w io.Writer, st validate.Study, cells []validate.StudyCell, reco
 	case a != "":
 		fmt.Fprintf(w, "\n%s", strings.TrimPrefix(a, "## "))
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // shardOpts are --shard and --list-cells, and the plan that takes the
