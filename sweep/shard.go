@@ -33,21 +33,28 @@ const SplitWall = 0.78
 // formulaCost. It orders and balances shards and sizes a
 // Slurm task's memory; it does not promise a time.
 func EstimateCost(c cell.Config) Cost {
-	if t, err := committedResources(); err == nil {
-		if cost, ok := measuredCost(t, c); ok {
+	t, err := committedResources()
+	if err != nil {
+		t = nil // formulaCost for every cell
+	}
+	return costFrom(t, c)
+}
+
+// costFrom is EstimateCost's rule on the resource table t.
+func costFrom(t []Resource, c cell.Config) Cost {
+	if cost, ok := measuredCost(t, c); ok {
+		return cost
+	}
+	if c.Partitions > 1 {
+		one := c
+		one.Partitions = 1
+		if cost, ok := measuredCost(t, one); ok {
+			cost.Wall = time.Duration(float64(cost.Wall) * SplitWall)
 			return cost
 		}
-		if c.Partitions > 1 {
-			one := c
-			one.Partitions = 1
-			if cost, ok := measuredCost(t, one); ok {
-				cost.Wall = time.Duration(float64(cost.Wall) * SplitWall)
-				return cost
-			}
-		}
-		if cost, ok := segmentedCost(t, c); ok {
-			return cost
-		}
+	}
+	if cost, ok := segmentedCost(t, c); ok {
+		return cost
 	}
 	return formulaCost(c)
 }

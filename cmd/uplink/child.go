@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/uplinksim/uplink/cmd/uplink/internal/bubble"
 	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/sweep"
 )
 
 // The child processes of uplink run: each cell runs in its own process
@@ -47,6 +48,9 @@ type runOpts struct {
 	// mem is --mem (memBudget): a cell starts only while the estimated
 	// memory of the cells running, its own added, fits in it (memGate).
 	mem string
+	// known are records made before the sweep (a validate's cache and
+	// reused files): the estimates learn from them (sweep.Estimator).
+	known []*cell.Record
 }
 
 // cellDir is the folder of a cell's trace, captures and figures under
@@ -106,7 +110,10 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	if err != nil {
 		return nil, err
 	}
-	wall, rss := cellEstimates(cfgs)
+	// Estimates learn from the records at hand and from each cell that
+	// finishes: the first cell of a kind never measured sizes the rest.
+	estimator := sweep.NewEstimator(o.known)
+	wall, rss := cellEstimates(cfgs, estimator)
 	gate := newMemGate(jobs, mem)
 	est := aloneWeights(wall, rss, jobs, mem)
 	finished := make([]bool, len(cfgs))
@@ -127,7 +134,8 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	var mu sync.Mutex // stderr lines
 	go func() {
 		for i, c := range cfgs {
-			if !gate.acquire(ctx, rss[i]) {
+			counted, ok := gate.acquire(ctx, func() int64 { return estimator.Cost(c).RSS })
+			if !ok {
 				wg.Wait()
 				close(results)
 				return
@@ -135,7 +143,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer gate.release(rss[i])
+				defer gate.release(counted)
 				var args []string
 				if o.profDir != "" {
 					args = []string{"--profile-prefix", filepath.Join(o.profDir, fmt.Sprintf("cell-%s-%s-%d", c.Arm, c.Profile.Name, c.Seed))}
@@ -154,6 +162,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 					fmt.Fprintf(stderr, "[%s %s seed %d] %s\n", c.Arm, c.Profile.Name, c.Seed, line)
 					mu.Unlock()
 				})
+				estimator.Add(rec) // before the release lets the next cell ask
 				results <- result{i, rec, err}
 			}()
 		}

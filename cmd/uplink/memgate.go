@@ -35,23 +35,26 @@ func (g *memGate) fits(rss int64) bool {
 	return g.running < g.jobs && (g.mem == 0 || g.inUse+rss <= g.mem)
 }
 
-// acquire waits until a cell of rss bytes may start and counts it in; false
-// if ctx ended first.
-func (g *memGate) acquire(ctx context.Context, rss int64) bool {
+// acquire waits until a cell may start and counts it in, returning the
+// bytes it counted (for release); false if ctx ended first. need is the
+// cell's estimated memory, asked again after every release, since a
+// finished cell can change the estimate (sweep.Estimator).
+func (g *memGate) acquire(ctx context.Context, need func() int64) (int64, bool) {
 	for {
+		rss := need()
 		g.mu.Lock()
 		if g.fits(rss) {
 			g.running++
 			g.inUse += rss
 			g.mu.Unlock()
-			return true
+			return rss, true
 		}
 		ch := g.changed
 		g.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return false
+			return 0, false
 		}
 	}
 }

@@ -2,11 +2,24 @@ package main
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
+
+// size is a memGate need of a fixed number of bytes.
+func size(b int64) func() int64 { return func() int64 { return b } }
+
+// acquired is memGate.acquire of a fixed size that must succeed, counting
+// that size.
+func acquired(t *testing.T, g *memGate, b int64) {
+	t.Helper()
+	got, ok := g.acquire(context.Background(), size(b))
+	require.True(t, ok)
+	require.Equal(t, b, got)
+}
 
 // TestMemGate: a cell starts beside others only within jobs and within
 // the memory; one that does not fit waits for a release and then runs
@@ -16,8 +29,8 @@ func TestMemGate(t *testing.T) {
 	const gib = 1 << 30
 	ctx := context.Background()
 	g := newMemGate(2, 20*gib)
-	require.True(t, g.acquire(ctx, 6*gib))
-	require.True(t, g.acquire(ctx, 7*gib)) // 13 GiB of 20
+	acquired(t, g, 6*gib)
+	acquired(t, g, 7*gib) // 13 GiB of 20
 
 	g.mu.Lock()
 	require.False(t, g.fits(1), "a third cell past --jobs 2")
@@ -31,7 +44,10 @@ func TestMemGate(t *testing.T) {
 
 	// A 15 GiB cell waits for the 6 GiB one, then runs alone.
 	got := make(chan bool)
-	go func() { got <- g.acquire(ctx, 15*gib) }()
+	go func() {
+		_, ok := g.acquire(ctx, size(15*gib))
+		got <- ok
+	}()
 	select {
 	case <-got:
 		t.Fatal("a 15 GiB cell started beside a 6 GiB one within 20 GiB")
@@ -48,17 +64,49 @@ func TestMemGate(t *testing.T) {
 
 	// Alone, even a cell larger than the memory is let in: whether it may
 	// run at all is checkMemory's question, asked before the sweep.
-	require.True(t, g.acquire(ctx, 30*gib))
+	acquired(t, g, 30*gib)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	require.False(t, g.acquire(cctx, 1), "a cancelled wait")
+	_, ok := g.acquire(cctx, size(1))
+	require.False(t, ok, "a cancelled wait")
 
 	free := newMemGate(2, 0)
-	require.True(t, free.acquire(ctx, 100*gib))
-	require.True(t, free.acquire(ctx, 100*gib))
+	acquired(t, free, 100*gib)
+	acquired(t, free, 100*gib)
 	free.mu.Lock()
 	require.False(t, free.fits(1))
 	free.mu.Unlock()
+}
+
+// TestMemGateAsksAgain: a waiting cell's estimate is asked again after
+// each release, so a cell estimated too large to run beside another starts
+// beside it once a finished cell has brought its estimate down, and counts
+// the estimate it started with.
+func TestMemGateAsksAgain(t *testing.T) {
+	const gib = 1 << 30
+	g := newMemGate(2, 20*gib)
+	acquired(t, g, 12*gib)
+	acquired(t, g, 6*gib)
+	var need atomic.Int64
+	need.Store(12 * gib) // 12 + 12 > 20
+	got := make(chan int64)
+	go func() {
+		n, ok := g.acquire(context.Background(), need.Load)
+		require.True(t, ok)
+		got <- n
+	}()
+	select {
+	case <-got:
+		t.Fatal("a 12 GiB cell started beside a 12 GiB one within 20 GiB")
+	case <-time.After(50 * time.Millisecond):
+	}
+	need.Store(7 * gib) // the finished 6 GiB cell measured its kind
+	g.release(6 * gib)
+	require.Equal(t, int64(7*gib), <-got)
+	g.mu.Lock()
+	require.Equal(t, 2, g.running)
+	require.Equal(t, int64(19*gib), g.inUse)
+	g.mu.Unlock()
 }
 
 // TestAloneWeights: for the ETA, a cell that cannot run beside the

@@ -72,12 +72,11 @@ func watchCell(w *cell.Watch, every time.Duration, out io.Writer) (stop func()) 
 	}
 }
 
-// cellEstimates is each cell's estimated wall time and peak memory
-// (sweep.EstimateCost).
-func cellEstimates(cfgs []cell.Config) (wall []time.Duration, rss []int64) {
+// cellEstimates is each cell's estimated wall time and peak memory by e.
+func cellEstimates(cfgs []cell.Config, e *sweep.Estimator) (wall []time.Duration, rss []int64) {
 	wall, rss = make([]time.Duration, len(cfgs)), make([]int64, len(cfgs))
 	for i, c := range cfgs {
-		cost := sweep.EstimateCost(c)
+		cost := e.Cost(c)
 		wall[i], rss[i] = cost.Wall, cost.RSS
 	}
 	return wall, rss

@@ -433,6 +433,9 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 	for i := range cfgs {
 		cfgs[i].SetupProcs = setupProcs
 	}
+	for _, r := range records {
+		o.known = append(o.known, r)
+	}
 	recs, err := runCells(cfgs, o, stderr)
 	for _, r := range recs {
 		if r != nil {
