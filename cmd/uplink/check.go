@@ -16,7 +16,7 @@ import (
 )
 
 // memHelp describes --mem (run and validate).
-const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory; a validate sweep also learns from its cache and reused records, and every sweep from the cells it finishes); a cell that needs more than this alone is refused before the sweep starts, or left out with --skip-over-mem"
+const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone, and a later cell that fits and cannot delay it may start meanwhile (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory; a validate sweep also learns from its cache and reused records, and every sweep from the cells it finishes); a cell that needs more than this alone is refused before the sweep starts, or left out with --skip-over-mem"
 
 // checkCells makes, before any cell starts, every check a cell process
 // would make of its configuration, and checks each cell's memory: a cell

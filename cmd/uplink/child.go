@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,13 +134,20 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	var wg sync.WaitGroup
 	var mu sync.Mutex // stderr lines
 	go func() {
-		for i, c := range cfgs {
-			counted, ok := gate.acquire(ctx, func() int64 { return estimator.Cost(c).RSS })
+		waiting := make([]int, len(cfgs)) // indices into cfgs, in order
+		for i := range waiting {
+			waiting[i] = i
+		}
+		for len(waiting) > 0 {
+			k, counted, ok := gate.admit(ctx, len(waiting), func(k int) int64 { return estimator.Cost(cfgs[waiting[k]]).RSS })
 			if !ok {
 				wg.Wait()
 				close(results)
 				return
 			}
+			i := waiting[k]
+			c := cfgs[i]
+			waiting = slices.Delete(waiting, k, k+1)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
