@@ -54,33 +54,29 @@ func (g *memGate) fits(rss int64) bool {
 // counts it in and returns its index and the bytes counted (for release);
 // false if ctx ended first. need(k) is cell k's estimated memory, asked
 // again after every release, since a finished cell can change the
-// estimate (sweep.Estimator). Cell 0 starts as soon as it fits. While it
-// does not, the first later cell that fits now starts instead if it
-// cannot delay cell 0: whichever running cells finish first, wherever
-// cell 0 would fit beside those left, it fits beside them and the later
-// cell too (passes).
+// estimate (sweep.Estimator); it is called with the gate locked. Cell 0
+// starts as soon as it fits. While it does not, the first later cell that
+// fits now starts instead if it cannot delay cell 0: whichever running
+// cells finish first, wherever cell 0 would fit beside those left, it
+// fits beside them and the later cell too (passes).
 func (g *memGate) admit(ctx context.Context, n int, need func(k int) int64) (int, int64, bool) {
 	for {
-		sizes := make([]int64, n)
-		for k := range sizes {
-			sizes[k] = need(k)
-		}
 		g.mu.Lock()
-		k := -1
-		if g.fits(sizes[0]) {
-			k = 0
-		} else {
+		// Later cells' estimates are asked only while cell 0 waits.
+		k, rss := 0, need(0)
+		if first := rss; !g.fits(first) {
+			k = -1
 			for j := 1; j < n; j++ {
-				if g.fits(sizes[j]) && g.passes(sizes[0], sizes[j]) {
-					k = j
+				if r := need(j); g.fits(r) && g.passes(first, r) {
+					k, rss = j, r
 					break
 				}
 			}
 		}
 		if k >= 0 {
-			g.running = append(g.running, sizes[k])
+			g.running = append(g.running, rss)
 			g.mu.Unlock()
-			return k, sizes[k], true
+			return k, rss, true
 		}
 		ch := g.changed
 		g.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -433,9 +434,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 	for i := range cfgs {
 		cfgs[i].SetupProcs = setupProcs
 	}
-	for _, r := range records {
-		o.known = append(o.known, r)
-	}
+	o.known = slices.AppendSeq(o.known, maps.Values(records))
 	recs, err := runCells(cfgs, o, stderr)
 	for _, r := range recs {
 		if r != nil {
