@@ -55,15 +55,11 @@ func (e *Estimator) Cost(c cell.Config) Cost {
 // fold remakes e.table from the committed table and e.recs; e.mu held or
 // e not yet shared.
 func (e *Estimator) fold() {
-	committed, err := committedResources()
-	if err != nil {
-		committed = nil
-	}
 	sources := make([]string, len(e.recs))
 	for i := range sources {
 		sources[i] = "measured since"
 	}
-	e.table = withMeasured(committed, MeasureResources(e.recs, sources))
+	e.table = withMeasured(committedTable(), MeasureResources(e.recs, sources))
 }
 
 // withMeasured is the resource table t with the rows of measured folded

@@ -33,11 +33,17 @@ const SplitWall = 0.78
 // formulaCost. It orders and balances shards and sizes a
 // Slurm task's memory; it does not promise a time.
 func EstimateCost(c cell.Config) Cost {
+	return costFrom(committedTable(), c)
+}
+
+// committedTable is the committed resource table, or none where it cannot
+// be read (then formulaCost prices every cell).
+func committedTable() []Resource {
 	t, err := committedResources()
 	if err != nil {
-		t = nil // formulaCost for every cell
+		return nil
 	}
-	return costFrom(t, c)
+	return t
 }
 
 // costFrom is EstimateCost's rule on the resource table t.
