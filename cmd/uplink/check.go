@@ -16,7 +16,7 @@ import (
 )
 
 // memHelp describes --mem (run and validate).
-const memHelp = "memory the cells may use at once, e.g. 20GiB (default: the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone, and a later cell that fits and cannot delay it may start meanwhile (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory; a validate sweep also learns from its cache and reused records, and every sweep from the cells it finishes); a cell that needs more than this alone is refused before the sweep starts, or left out with --skip-over-mem"
+const memHelp = "memory the cells may use at once, e.g. 20GiB (default: $UPLINK_MEM where set, else the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone, and a later cell that fits and cannot delay it may start meanwhile (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory; a validate sweep also learns from its cache and reused records, and every sweep from the cells it finishes); a cell that needs more than this alone is refused before the sweep starts, or left out with --skip-over-mem"
 
 // checkCells makes, before any cell starts, every check a cell process
 // would make of its configuration, and checks each cell's memory: a cell
@@ -98,12 +98,25 @@ func splitByMemory(cfgs []cell.Config, memS string) (fit []cell.Config, over []o
 	return fit, over, mem, source, nil
 }
 
-// memBudget is --mem, or else the machine's available memory (0 where
-// /proc/meminfo cannot be read), with words naming where it came from.
+// memEnv names the environment variable that, where set, stands for
+// --mem when the flag is not given: the memory of a shared machine or of
+// a batch job's allocation, stated once for every command.
+const memEnv = "UPLINK_MEM"
+
+// memBudget is --mem, or else $UPLINK_MEM, or else the machine's
+// available memory (0 where /proc/meminfo cannot be read), with words
+// naming where it came from.
 func memBudget(memS string) (int64, string, error) {
 	if memS != "" {
 		b, err := flagSize("mem", memS, 64<<20, des.MaxBytes)
 		return b, "--mem", err
+	}
+	if v := os.Getenv(memEnv); v != "" {
+		b, err := des.ParseBytes(v, des.DecimalBytes, 64<<20, des.MaxBytes)
+		if err != nil {
+			return 0, "", usageError{fmt.Errorf("%s (the default of --mem): %w", memEnv, err)}
+		}
+		return b, memEnv, nil
 	}
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {

@@ -46,3 +46,33 @@ func TestSkipOverMem(t *testing.T) {
 	require.Empty(t, fit)
 	require.Contains(t, w.String(), "not running")
 }
+
+// TestMemBudgetEnv: without --mem the memory is $UPLINK_MEM where set,
+// named as such in a refusal; --mem overrides it; a bad value is a usage
+// error naming the variable.
+func TestMemBudgetEnv(t *testing.T) {
+	t.Setenv(memEnv, "3GiB")
+	mem, source, err := memBudget("")
+	require.NoError(t, err)
+	require.Equal(t, int64(3<<30), mem)
+	require.Equal(t, memEnv, source)
+
+	mem, source, err = memBudget("5GiB")
+	require.NoError(t, err)
+	require.Equal(t, int64(5<<30), mem)
+	require.Equal(t, "--mem", source)
+
+	big := tinyCell(t)
+	big.N, big.Degree = 500, 70
+	require.Greater(t, sweep.EstimateCost(big).RSS, int64(3<<30))
+	_, err = checkCells([]cell.Config{big}, "", false, new(bytes.Buffer))
+	require.ErrorAs(t, err, new(usageError))
+	require.ErrorContains(t, err, "UPLINK_MEM is 3.0 GiB")
+
+	for _, bad := range []string{"lots", "1MiB", "-2GiB"} {
+		t.Setenv(memEnv, bad)
+		_, _, err := memBudget("")
+		require.ErrorAs(t, err, new(usageError), bad)
+		require.ErrorContains(t, err, "UPLINK_MEM (the default of --mem): ", bad)
+	}
+}

@@ -255,10 +255,20 @@ func TestParseUnits(t *testing.T) {
 // TestMain lets this test binary stand in for uplink when uplink run, run
 // in-process by a test, starts its cell children (os.Executable is then
 // the test binary): invoked as "<binary> cell" or "<binary> version", it is
-// uplink's command of that name.
+// uplink's command of that name. Its tests state the memory their cells
+// may use (UPLINK_MEM, the default of --mem) rather than take the
+// machine's available memory, which a run beside them can bring under
+// even their small cells' estimates; tests of --mem's refusals pass
+// --mem.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && (os.Args[1] == "cell" || os.Args[1] == "version") {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if os.Getenv(memEnv) == "" {
+		if err := os.Setenv(memEnv, "64GiB"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	os.Exit(m.Run())
 }
