@@ -391,3 +391,70 @@ func spreadLine(v ClaimVerdict, seeds []uint64) string {
 	}
 	return line + fmt.Sprintf("every effect beyond %d times it.", SpreadFactor)
 }
+
+// ClaimCells reports, for each of cells, whether the study's answer reads
+// it: each claim's variant and arms and what they are compared with (the
+// Against variant or the baseline, or AgainstArm), and, for the arms the
+// claims name, each rerun variant (Replicate) with the cells it repeats,
+// which give the run-to-run spread. A sweep runs these first, so that a
+// sweep stopped part way answers the question before it fills the rest
+// of the table.
+func (s Study) ClaimCells(cells []StudyCell) []bool {
+	type va struct {
+		variant int
+		arm     string // catalogue name; "" for every arm
+	}
+	read := map[va]bool{}
+	claimArms := map[string]bool{} // "" for every arm
+	lookup := func(name string) string {
+		if a, err := arms.LookupArm(name); err == nil {
+			return a.Name
+		}
+		return name // Judge names the unknown arm
+	}
+	for _, c := range s.Claims {
+		vi := s.labelIndex(c.Variant)
+		if vi < 0 {
+			continue // Judge names the missing variant
+		}
+		ai := s.baseOf(vi)
+		switch {
+		case c.Against != "":
+			ai = s.labelIndex(c.Against)
+		case c.AgainstArm != "":
+			ai = vi
+		}
+		if c.Arms == nil {
+			read[va{vi, ""}] = true
+			claimArms[""] = true
+		}
+		for _, name := range c.Arms {
+			read[va{vi, lookup(name)}] = true
+			claimArms[lookup(name)] = true
+		}
+		switch {
+		case c.AgainstArm != "":
+			read[va{ai, lookup(c.AgainstArm)}] = true
+		case c.Arms == nil:
+			read[va{ai, ""}] = true
+		default:
+			for _, name := range c.Arms {
+				read[va{ai, lookup(name)}] = true
+			}
+		}
+	}
+	out := make([]bool, len(cells))
+	for i, c := range cells {
+		k := va{c.Variant, c.Arm.Name}
+		out[i] = read[k] || read[va{c.Variant, ""}]
+		if s.Variants[c.Variant].Replicate != 0 && (claimArms[""] || claimArms[c.Arm.Name]) {
+			out[i] = true
+			read[va{s.baseOf(c.Variant), c.Arm.Name}] = true
+		}
+	}
+	// The baseline cells the reruns repeat.
+	for i, c := range cells {
+		out[i] = out[i] || read[va{c.Variant, c.Arm.Name}]
+	}
+	return out
+}

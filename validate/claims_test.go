@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -245,4 +246,79 @@ func TestRerunSpread(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, ans, "Run-to-run spread:")
 	require.NotContains(t, ans, "The run-to-run spread is")
+}
+
+// TestClaimCells: the cells a study's answer reads are each claim's
+// variant and arms, what they are compared with, and the reruns with the
+// baseline cells they repeat (warm-gap's and pie's, by name); for every
+// study, records of the other cells change no answer.
+func TestClaimCells(t *testing.T) {
+	read := func(s Study, cells []StudyCell) []string {
+		var out []string
+		for i, in := range s.ClaimCells(cells) {
+			if in {
+				out = append(out, s.Variants[cells[i].Variant].Label+"/"+cells[i].Arm.Name)
+			}
+		}
+		return out
+	}
+	base := cell.Config{Gossip: cell.StudyGossip()}
+
+	wg, err := LookupStudy("warm-gap")
+	require.NoError(t, err)
+	cells, err := wg.Cells(0, nil, base)
+	require.NoError(t, err)
+	var want []string
+	for _, v := range []string{"cold", "warm, publish at once", "warm, 5 s drain gap", rerunLabel} {
+		want = append(want, v+"/acoded_32k", v+"/bcodedfc1_32k")
+	}
+	require.Equal(t, want, read(wg, cells))
+
+	pie, err := LookupStudy("pie")
+	require.NoError(t, err)
+	cells, err = pie.Cells(0, nil, base)
+	require.NoError(t, err)
+	want = []string{"harness (fq_codel)/wholend", "harness (fq_codel)/c_32k",
+		"PIE uplink, Linux parameters/wholend", "PIE uplink, Linux parameters/c_32k"}
+	for _, v := range []string{"host fq_codel in front of an access FIFO", "FIFO uplink"} {
+		for _, a := range pie.Arms {
+			arm, err := arms.LookupArm(a)
+			require.NoError(t, err)
+			want = append(want, v+"/"+arm.Name)
+		}
+	}
+	want = append(want, "FIFO uplink, TCP paced/c_32k", "FIFO uplink, TCP unpaced/c_32k", rerunLabel+"/wholend", rerunLabel+"/c_32k")
+	require.Equal(t, want, read(pie, cells))
+
+	// A claim that compares two variants, neither the baseline, with a
+	// rerun of the baseline: the spread reads the baseline's cells.
+	against, _, _ := claimStudy(t, claimValues, Variant{Label: "rerun", Profile: "harness", Replicate: 1, Skip: []string{"wholend"}})
+	against.Claims = []Claim{{Text: "Mixed is faster than faster:", Variant: "mixed", Against: "faster", Direction: -1}}
+	cells, err = against.Cells(0, nil, base)
+	require.NoError(t, err)
+	require.Equal(t, []string{"base/c_32k", "faster/c_32k", "faster/wholend", "mixed/c_32k", "mixed/wholend", "rerun/c_32k"}, read(against, cells))
+
+	for _, s := range append(Studies(), against) {
+		cells, err := s.Cells(0, s.Seeds[:5], base)
+		require.NoError(t, err)
+		all, claimed := map[string]*cell.Record{}, map[string]*cell.Record{}
+		in := s.ClaimCells(cells)
+		for i, c := range cells {
+			for j, cfg := range c.Configs {
+				// Values that differ by variant, arm and seed, so that
+				// any cell read changes some claim's statistic.
+				v := 1 + 0.07*float64(c.Variant) + 0.013*float64(len(c.Arm.Name)) + 0.031*float64(j*j%5)
+				r := &cell.Record{Key: cfg.Key(), P50S: &v, P90S: &v, P99S: &v, LastS: &v}
+				all[cfg.Key()] = r
+				if in[i] {
+					claimed[cfg.Key()] = r
+				}
+			}
+		}
+		want, err := s.Answer(cells, all)
+		require.NoError(t, err, s.Name)
+		got, err := s.Answer(cells, claimed)
+		require.NoError(t, err, s.Name)
+		require.Equal(t, want, got, s.Name)
+	}
 }

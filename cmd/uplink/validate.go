@@ -481,6 +481,10 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	}
 	fmt.Fprintf(stderr, "study %s: %s\n%d variants × %d arms, %d runs (%d from %s, %d to run)\n",
 		st.Name, st.Question, len(st.Variants), len(st.Arms), len(all), len(all)-len(todo), recordSources(cache, reuse), len(todo))
+	todo, first := claimsFirst(todo, st, cells)
+	if first > 0 && first < len(todo) {
+		fmt.Fprintf(stderr, "the %d runs its answer reads go first\n", first)
+	}
 	todo, checkErr := check(todo)
 	if checkErr != nil && !dryRun {
 		return checkErr
@@ -516,6 +520,33 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 		return fmt.Errorf("validate --study: %w", runErr)
 	}
 	return nil
+}
+
+// claimsFirst orders a study's runs to do with those its answer reads
+// (validate.Study.ClaimCells) first, each part in its order, and says how
+// many those are.
+func claimsFirst(todo []cell.Config, st validate.Study, cells []validate.StudyCell) ([]cell.Config, int) {
+	read := map[string]bool{}
+	for i, in := range st.ClaimCells(cells) {
+		if in {
+			for _, cfg := range cells[i].Configs {
+				read[cfg.Key()] = true
+			}
+		}
+	}
+	out := make([]cell.Config, 0, len(todo))
+	for _, cfg := range todo {
+		if read[cfg.Key()] {
+			out = append(out, cfg)
+		}
+	}
+	n := len(out)
+	for _, cfg := range todo {
+		if !read[cfg.Key()] {
+			out = append(out, cfg)
+		}
+	}
+	return out, n
 }
 
 // printStudy prints a study's table from records and its reading.

@@ -12,6 +12,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/protocols/cell"
+	"github.com/uplinksim/uplink/validate"
 )
 
 // TestValidateReplay: a 20-node replay of two Appendix D cells end to end
@@ -143,4 +147,35 @@ func TestValidateStudy(t *testing.T) {
 	if !strings.Contains(out, "baseline") || !strings.Contains(out, "reading: Against the baseline") || !strings.Contains(out, "on its one seed") {
 		t.Fatalf("no baseline or reading:\n%s", out)
 	}
+}
+
+// TestClaimsFirst: a study runs first the cells its answer reads
+// (warm-gap: its coded arms cold, warm at once, after a 5 s gap and
+// rerun, 40 runs at five seeds), then the rest in the table's order.
+func TestClaimsFirst(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	cache := filepath.Join(t.TempDir(), "warm-gap.jsonl")
+	code := run([]string{"validate", "--study", "warm-gap", "--seeds", "7-11", "--cache", cache, "--dry-run"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.Contains(t, stderr.String(), "210 runs (0 from ")
+	require.Contains(t, stderr.String(), "\nthe 40 runs its answer reads go first\n")
+
+	st, err := validate.LookupStudy("warm-gap")
+	require.NoError(t, err)
+	cells, err := st.Cells(0, []uint64{7, 8, 9, 10, 11}, cell.Config{Gossip: cell.StudyGossip()})
+	require.NoError(t, err)
+	var todo []cell.Config
+	for _, c := range cells {
+		todo = append(todo, c.Configs...)
+	}
+	got, n := claimsFirst(todo, st, cells)
+	require.Equal(t, 40, n)
+	require.ElementsMatch(t, todo, got)
+	for i, cfg := range got {
+		coded := cfg.Arm == "acoded_32k" || cfg.Arm == "bcodedfc1_32k"
+		w := cfg.Warmup
+		read := coded && (w.Kind == "" || w.Kind == "streams" && (w.Gap == 0 || w.Gap == 5*des.Second))
+		require.Equal(t, i < n, read, "run %d: %s %+v", i, cfg.Arm, w)
+	}
+	require.Equal(t, todo[0], got[40], "the rest keep their order")
 }
