@@ -41,6 +41,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	listTables := rf.Bool("list-tables", false, "list the reference tables: what each holds, its rows, the cells, seeds and runs of its replay and their estimated core-hours (with --nodes, --seeds, --arm, --backend, --transport applied), and exit")
 	study := rf.String("study", "", "run a study of an open question instead of a table (--list-studies)")
 	listStudies := rf.Bool("list-studies", false, "list the studies with their questions and exit")
+	answerOnly := rf.Bool("answer-only", false, "with --study, run only the cells its answer reads (its claims' variants and arms, the rerun and the baseline cells it repeats), which a study runs first anyway; the rest of its table prints as not run")
 	backendsS := rf.String("backend", "", "only these backend columns, comma-separated: harness, twin, shadow, linux (a difference between two columns is replayed when both are selected)")
 	dryRun := rf.Bool("dry-run", false, "print what would run and exit")
 
@@ -76,6 +77,9 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	}
 	if *fresh && *cachedOnly {
 		return usageError{errors.New("validate: --fresh ignores the records and --cached-only runs nothing: together they compare nothing; drop one")}
+	}
+	if *answerOnly && *study == "" {
+		return usageError{errors.New("validate: --answer-only is for a --study (a table has no claims)")}
 	}
 	if !*listTables && (*table == "") == (*study == "") {
 		return usageError{fmt.Errorf("validate: give --table (one of: %s) or --study (one of: %s)", strings.Join(validate.Tables(), ", "), strings.Join(validate.StudyNames(), ", "))}
@@ -129,7 +133,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		if err := checkExport(*export, *cache); err != nil {
 			return err
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *cache, *reuse, *reportDir, *export, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *answerOnly, *cache, *reuse, *reportDir, *export, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -445,7 +449,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 }
 
 // runStudy runs a study's missing cells and prints its table and reading.
-func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun bool, cache string, reuse []string, reportDir, export string, sh shardOpts,
+func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun, answerOnly bool, cache string, reuse []string, reportDir, export string, sh shardOpts,
 	check func([]cell.Config) ([]cell.Config, error), run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
 	st, user, err := loadStudy(name)
 	if err != nil {
@@ -482,7 +486,11 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	fmt.Fprintf(stderr, "study %s: %s\n%d variants × %d arms, %d runs (%d from %s, %d to run)\n",
 		st.Name, st.Question, len(st.Variants), len(st.Arms), len(all), len(all)-len(todo), recordSources(cache, reuse), len(todo))
 	todo, first := claimsFirst(todo, st, cells)
-	if first > 0 && first < len(todo) {
+	switch {
+	case answerOnly:
+		fmt.Fprintf(stderr, "--answer-only: the %d runs its answer reads; %d others left out\n", first, len(todo)-first)
+		todo = todo[:first]
+	case first > 0 && first < len(todo):
 		fmt.Fprintf(stderr, "the %d runs its answer reads go first\n", first)
 	}
 	todo, checkErr := check(todo)

@@ -160,6 +160,16 @@ func TestClaimsFirst(t *testing.T) {
 	require.Contains(t, stderr.String(), "210 runs (0 from ")
 	require.Contains(t, stderr.String(), "\nthe 40 runs its answer reads go first\n")
 
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"validate", "--study", "warm-gap", "--seeds", "7-11", "--cache", cache, "--dry-run", "--answer-only"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.Contains(t, stderr.String(), "\n--answer-only: the 40 runs its answer reads; 170 others left out\n")
+	stderr.Reset()
+	code = run([]string{"validate", "--table", "appendix_d_home", "--dry-run", "--answer-only"}, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr.String(), "--answer-only is for a --study")
+
 	st, err := validate.LookupStudy("warm-gap")
 	require.NoError(t, err)
 	cells, err := st.Cells(0, []uint64{7, 8, 9, 10, 11}, cell.Config{Gossip: cell.StudyGossip()})
