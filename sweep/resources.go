@@ -16,8 +16,8 @@ import (
 )
 
 // Kind is a kind of cell as far as its cost goes: size (nodes, degree,
-// payload), arm, transport, profile, network backend, wire encoding and
-// partitions.
+// payload), arm, transport, profile, network backend, wire encoding,
+// partitions and warm-up.
 type Kind struct {
 	Nodes      int    `json:"nodes"`
 	Degree     int    `json:"degree"`
@@ -28,6 +28,10 @@ type Kind struct {
 	Backend    string `json:"backend,omitempty"`
 	Encoding   string `json:"encoding,omitempty"`
 	Partitions int    `json:"partitions"`
+	// Warmup is the warm-up in a record's words (cell.Warmup.String:
+	// "streams:320KiB", "payload"); "" for none. Its drain gap is left
+	// out: it adds idle virtual time, not work.
+	Warmup string `json:"warmup,omitempty"`
 }
 
 // Resource is the measured cost of one kind of cell over every committed
@@ -66,7 +70,7 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 			continue
 		}
 		k := Kind{Nodes: r.N, Degree: r.Degree, Payload: r.PayloadBytes, Arm: r.ArmName, Transport: r.Transport,
-			Profile: r.Profile, Backend: r.Backend, Encoding: r.Wire.Encoding, Partitions: max(r.Partitions, 1)}
+			Profile: r.Profile, Backend: r.Backend, Encoding: r.Wire.Encoding, Partitions: max(r.Partitions, 1), Warmup: r.Warmup}
 		g := groups[k]
 		if g == nil {
 			g = &acc{}
@@ -96,7 +100,8 @@ func compareKinds(a, b Resource) int {
 func (a Kind) compare(b Kind) int {
 	return cmp.Or(cmp.Compare(a.Nodes, b.Nodes), cmp.Compare(a.Degree, b.Degree), cmp.Compare(a.Payload, b.Payload),
 		strings.Compare(a.Arm, b.Arm), strings.Compare(a.Transport, b.Transport), strings.Compare(a.Profile, b.Profile),
-		strings.Compare(a.Backend, b.Backend), strings.Compare(a.Encoding, b.Encoding), cmp.Compare(a.Partitions, b.Partitions))
+		strings.Compare(a.Backend, b.Backend), strings.Compare(a.Encoding, b.Encoding), cmp.Compare(a.Partitions, b.Partitions),
+		strings.Compare(a.Warmup, b.Warmup))
 }
 
 func medianOf(x []float64) float64 {
@@ -162,8 +167,12 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 		if enc == "" {
 			enc = "raw"
 		}
+		arm := r.Arm
+		if r.Warmup != "" {
+			arm += ", warm-up " + r.Warmup
+		}
 		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s | %d | %d | %.1f, %.1f | %.0f, %.0f | %s |\n",
-			r.Nodes, r.Degree, des.FormatBytes(int64(r.Payload)), r.Arm, r.Transport, r.Profile, network, enc, r.Partitions, r.Cells,
+			r.Nodes, r.Degree, des.FormatBytes(int64(r.Payload)), arm, r.Transport, r.Profile, network, enc, r.Partitions, r.Cells,
 			r.RSSMedianMiB/1024, r.RSSMaxMiB/1024, r.WallMedianS, r.WallMaxS, strings.Join(r.Sources, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -172,7 +181,7 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 
 // WriteResourcesBrief writes the resource table in brief, for the README:
 // the kinds of cell on uplink's network with the study's encoding and
-// payload (1 MiB) in one bubble, one column per profile and transport,
+// payload (1 MiB) in one bubble, cold, one column per profile and transport,
 // and per size one row for the whole message and one for the segmented
 // arms together (so that the table does not grow with the arms
 // measured). A cell of the table is the largest peak RSS of its kinds
@@ -191,7 +200,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	cells := map[row]map[string]*span{}
 	armsOf := map[row]map[string]bool{}
 	for _, r := range t {
-		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 || r.Payload != studyPayload {
+		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 || r.Payload != studyPayload || r.Warmup != "" {
 			continue
 		}
 		family := r.Arm
@@ -265,7 +274,7 @@ func familyOrder(family string) int {
 }
 
 // lookup finds the measured kind nearest to c: the same arm, transport,
-// profile, backend, encoding, payload and partitions, and among those the
+// profile, backend, encoding, payload, partitions and warm-up, and among those the
 // one whose dial graph has the nearest edge count (by ratio).
 func lookup(t []Resource, c cell.Config) (Resource, bool) {
 	arm := c.Arm
@@ -273,7 +282,7 @@ func lookup(t []Resource, c cell.Config) (Resource, bool) {
 		arm = a.Name
 	}
 	k := Kind{Payload: c.Payload, Arm: arm, Transport: c.Transport, Profile: c.Profile.Name,
-		Backend: c.Backend, Encoding: string(c.Encoding), Partitions: max(c.Partitions, 1)}
+		Backend: c.Backend, Encoding: string(c.Encoding), Partitions: max(c.Partitions, 1), Warmup: c.Warmup.String()}
 	edges := c.Edges()
 	best, found, dist := Resource{}, false, math.Inf(1)
 	for _, r := range t {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
@@ -138,7 +139,8 @@ func TestEstimateCostFallsBack(t *testing.T) {
 	require.NoError(t, err)
 	for _, r := range table {
 		c := cell.Config{Arm: r.Arm, N: r.Nodes, Degree: r.Degree, Payload: r.Payload, Transport: r.Transport,
-			Profile: cell.Profile{Name: r.Profile}, Backend: r.Backend, Encoding: arms.Encoding(r.Encoding), Partitions: r.Partitions}
+			Profile: cell.Profile{Name: r.Profile}, Backend: r.Backend, Encoding: arms.Encoding(r.Encoding), Partitions: r.Partitions,
+			Warmup: warmupFrom(t, r.Warmup)}
 		require.Equal(t, time.Duration(r.WallMedianS*float64(time.Second)), EstimateCost(c).Wall, "%+v", r.Kind)
 	}
 }
@@ -168,4 +170,66 @@ func TestWriteResourcesBrief(t *testing.T) {
 | 500, 70 | whole message | 14.0 GiB, 630 s | |
 | 500, 70 | 2 segmented | 7.0 GiB, 210–270 s | 8.0 GiB, 190 s |
 `, b.String())
+}
+
+// TestWarmupCost: a warm cell is its own kind. With none of its warm-up
+// measured it costs the same cell cold plus warmupCost's term (streams:
+// per byte both ways over every edge; a payload: the delivery twice);
+// another segmented arm measured with that warm-up, or its own, prices it
+// as for any kind. The resource page names the warm-up; the README's
+// brief leaves warm kinds out.
+func TestWarmupCost(t *testing.T) {
+	cold := resourceRecord(500, 70, "acoded_32k", "quic", "harness", 7<<20, 250)
+	table := MeasureResources([]*cell.Record{cold}, []string{"x"})
+	c := cell.Config{Arm: "acoded_32k", N: 500, Degree: 70, Payload: 1 << 20, Transport: "quic",
+		Profile: cell.Profile{Name: "harness"}, Encoding: "snappy"}
+	require.Equal(t, Cost{Wall: 250 * time.Second, RSS: 7 << 30}, costFrom(table, c))
+
+	c.Warmup = cell.Warmup{Kind: "streams", Stream: 320 << 10, Gap: des.Second}
+	mib := 17500 * 2 * 320.0 / 1024 // both ways over 500 × 70 / 2 edges
+	want := Cost{Wall: 250*time.Second + time.Duration(WarmupStreamWall*mib*float64(time.Second)),
+		RSS: 7<<30 + int64(WarmupStreamRSS*mib*(1<<20))}
+	require.Equal(t, want, costFrom(table, c))
+	// 10 937.5 MiB sent: 9.19 GiB and 1 258 s more than cold.
+	require.InDelta(t, 7+9.19, float64(want.RSS)/(1<<30), 0.005)
+	require.InDelta(t, 250+1258, want.Wall.Seconds(), 0.5)
+	c.Warmup.Kind = "streams-seq"
+	require.Equal(t, want, costFrom(table, c))
+	c.Warmup = cell.Warmup{Kind: "payload"}
+	require.Equal(t, Cost{Wall: (5 + 2*245) * time.Second, RSS: 7 << 30}, costFrom(table, c))
+
+	// Measured with the warm-up: another segmented arm's cost, then its own.
+	c.Warmup = cell.Warmup{Kind: "streams", Stream: 320 << 10}
+	warmC := resourceRecord(500, 70, "c_32k", "quic", "harness", 13<<20, 900)
+	warmC.Warmup = "streams:320KiB"
+	table = MeasureResources([]*cell.Record{cold, warmC}, []string{"x", "x"})
+	require.Len(t, table, 2)
+	require.Equal(t, Cost{Wall: 900 * time.Second, RSS: 13 << 30}, costFrom(table, c))
+	warmA := resourceRecord(500, 70, "acoded_32k", "quic", "harness", 12<<20, 800)
+	warmA.Warmup = "streams:320KiB"
+	table = MeasureResources([]*cell.Record{cold, warmC, warmA}, []string{"x", "x", "x"})
+	require.Equal(t, Cost{Wall: 800 * time.Second, RSS: 12 << 30}, costFrom(table, c))
+	c.Warmup = cell.Warmup{}
+	require.Equal(t, Cost{Wall: 250 * time.Second, RSS: 7 << 30}, costFrom(table, c), "the cold cell keeps its own cost")
+
+	var page, brief bytes.Buffer
+	require.NoError(t, WriteResourcesPage(&page, table))
+	require.Contains(t, page.String(), "| acoded_32k, warm-up streams:320KiB | quic | harness |")
+	require.NoError(t, WriteResourcesBrief(&brief, table))
+	require.Contains(t, brief.String(), "| 500, 70 | acoded_32k | 7.0 GiB, 250 s |")
+	require.NotContains(t, brief.String(), "GiB, 800 s")
+}
+
+// warmupFrom is the warm-up a record names (cell.Warmup.String).
+func warmupFrom(t *testing.T, s string) cell.Warmup {
+	t.Helper()
+	kind, size, ok := strings.Cut(s, ":")
+	if !ok {
+		return cell.Warmup{Kind: kind}
+	}
+	b, err := des.ParseBytes(size, des.DecimalBytes, 1, des.MaxBytes)
+	require.NoError(t, err)
+	w := cell.Warmup{Kind: kind, Stream: int(b)}
+	require.Equal(t, s, w.String())
+	return w
 }

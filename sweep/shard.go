@@ -62,6 +62,11 @@ func costFrom(t []Resource, c cell.Config) Cost {
 	if cost, ok := segmentedCost(t, c); ok {
 		return cost
 	}
+	if c.Warmup.Kind != "" {
+		cold := c
+		cold.Warmup = cell.Warmup{}
+		return warmupCost(costFrom(t, cold), c)
+	}
 	return formulaCost(c)
 }
 
@@ -87,6 +92,46 @@ func formulaCost(c cell.Config) Cost {
 	}
 	return Cost{Wall: time.Duration(wall * float64(time.Second)), RSS: c.EstimateMemory()}
 }
+
+// warmupCost is the cost of c, a cell with a warm-up of a kind never
+// measured, from cold, the cost of the same cell without it:
+//   - A payload warm-up is a delivery of the cell's own shape before the
+//     measured one: twice the wall time above formulaCost's fixed 5 s, and
+//     the same memory (the warm-up's buffers are free again by the
+//     measured publish).
+//   - Streams (at once or in turn) add WarmupStreamRSS and
+//     WarmupStreamWall per byte sent: 2 × Stream over every edge of the
+//     dial graph. Measured with A-coded at 100, 250 and 500 nodes
+//     (BENCHMARKS.md, "The streams warm-up's cost"), the memory added per
+//     byte falls with the size (0.86, 0.65 and 0.51): the constant is the
+//     largest, so that a warm kind never measured is not started beside
+//     cells it cannot fit with; the wall time per byte is the 500-node
+//     cell's (111 and 118 s per GiB at 250 and 500 nodes). Streams in
+//     turn are priced as streams at once.
+//
+// A sweep's Estimator replaces this by the kind's own measured cost once
+// one of its cells has run.
+func warmupCost(cold Cost, c cell.Config) Cost {
+	switch c.Warmup.Kind {
+	case "payload":
+		const fixedWall = 5 * time.Second
+		cold.Wall = fixedWall + 2*max(cold.Wall-fixedWall, 0)
+		return cold
+	case "streams", "streams-seq":
+		mib := c.Edges() * 2 * float64(c.Warmup.Stream) / (1 << 20)
+		cold.RSS += int64(WarmupStreamRSS * mib * (1 << 20))
+		cold.Wall += time.Duration(WarmupStreamWall * mib * float64(time.Second))
+	}
+	return cold
+}
+
+// WarmupStreamRSS and WarmupStreamWall are warmupCost's peak memory (bytes
+// per byte) and wall time (seconds per MiB) of the streams warm-up, per
+// byte sent both ways over every edge.
+const (
+	WarmupStreamRSS  = 0.86
+	WarmupStreamWall = 0.115 // 118 s per GiB
+)
 
 // ParseShard reads --shard I/N: shard I of N, I from 0 to N-1 (as a Slurm
 // array's task ids count).
