@@ -490,7 +490,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	case answerOnly:
 		fmt.Fprintf(stderr, "--answer-only: the %d runs its answer reads; %d others left out\n", first, len(todo)-first)
 		todo = todo[:first]
-	case first > 0 && first < len(todo):
+	case first > 0 && first < len(todo) && !cachedOnly:
 		fmt.Fprintf(stderr, "the %d runs its answer reads go first\n", first)
 	}
 	todo, checkErr := check(todo)
