@@ -155,7 +155,8 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 	b.WriteString("from the nearest row of its kind, scaled by the edge count; a segmented\n")
 	b.WriteString("arm with no row takes the costliest segmented arm of its payload,\n")
 	b.WriteString("transport and profile; else 256 MiB plus 200 KiB and 0.55 times the\n")
-	b.WriteString("payload per edge (sweep.EstimateCost).\n\n")
+	fmt.Fprintf(&b, "payload per edge; a warm-up not measured with the kind adds %.2f bytes\n", WarmupStreamRSS)
+	fmt.Fprintf(&b, "and %.3f s per MiB its streams send (sweep.EstimateCost).\n\n", WarmupStreamWall)
 	b.WriteString("| nodes | degree | payload | arm | transport | profile | network | encoding | K | cells | peak RSS GiB (median, max) | wall s (median, max) | records |\n")
 	b.WriteString("| ---: | ---: | ---: | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range t {
