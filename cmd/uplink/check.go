@@ -36,7 +36,7 @@ func checkCells(cfgs []cell.Config, memS string, skipBig bool, w io.Writer) ([]c
 	}
 	for _, c := range cfgs {
 		if err := c.Check(); err != nil {
-			return nil, usageError{fmt.Errorf("cell %s %s seed %d: %w", cmp.Or(c.Arm, "whole"), c.Profile.Name, c.Seed, err)}
+			return nil, usageError{fmt.Errorf("cell %s: %w", cellName(c), err)}
 		}
 	}
 	return cfgs, nil
@@ -65,10 +65,24 @@ func skipOverMemory(cfgs []cell.Config, memS string, w io.Writer) ([]cell.Config
 	fit, over, mem, source, err := splitByMemory(cfgs, memS)
 	for _, o := range over {
 		n, degree := o.cfg.Size()
-		fmt.Fprintf(w, "--skip-over-mem: not running %s %s seed %d (%d nodes, degree %d, %s payload): needs about %s (sweep.EstimateCost), %s is %s\n",
-			cmp.Or(o.cfg.Arm, "whole"), o.cfg.Profile.Name, o.cfg.Seed, n, degree, des.FormatBytes(int64(o.cfg.Payload)), fmtGiB(o.need), source, fmtGiB(mem))
+		fmt.Fprintf(w, "--skip-over-mem: not running %s (%d nodes, degree %d, %s payload): needs about %s (sweep.EstimateCost), %s is %s\n",
+			cellName(o.cfg), n, degree, des.FormatBytes(int64(o.cfg.Payload)), fmtGiB(o.need), source, fmtGiB(mem))
 	}
 	return fit, err
+}
+
+// cellName names a cell in a message: its arm, profile, transport when not
+// QUIC, warm-up when it has one, seed and key (which tells apart a study's
+// variants that differ only in knobs).
+func cellName(c cell.Config) string {
+	name := cmp.Or(c.Arm, "whole") + " " + c.Profile.Name
+	if c.Transport != "" && c.Transport != "quic" {
+		name += " " + c.Transport
+	}
+	if w := c.Warmup.String(); w != "" {
+		name += " warm-up " + w
+	}
+	return fmt.Sprintf("%s seed %d [%s]", name, c.Seed, c.Key())
 }
 
 // overCell is a cell that needs more than the memory alone.

@@ -35,7 +35,7 @@ func TestSkipOverMem(t *testing.T) {
 	fit, err := checkCells(cfgs, "4GiB", true, &w)
 	require.NoError(t, err)
 	require.Equal(t, []cell.Config{small, other}, fit)
-	require.Contains(t, w.String(), "--skip-over-mem: not running wholend harness seed 7 (2000 nodes, degree 70, 2 MiB payload): needs about ")
+	require.Contains(t, w.String(), "--skip-over-mem: not running wholend harness seed 7 ["+big.Key()+"] (2000 nodes, degree 70, 2 MiB payload): needs about ")
 	require.Contains(t, w.String(), "--mem is 4.0 GiB")
 	require.Equal(t, 1, bytes.Count(w.Bytes(), []byte("\n")))
 
@@ -75,4 +75,13 @@ func TestMemBudgetEnv(t *testing.T) {
 		require.ErrorAs(t, err, new(usageError), bad)
 		require.ErrorContains(t, err, "UPLINK_MEM (the default of --mem): ", bad)
 	}
+}
+
+// TestCellName: a message names a cell's transport when not QUIC and its
+// warm-up, with its key.
+func TestCellName(t *testing.T) {
+	c := tinyCell(t)
+	require.Equal(t, "wholend harness seed 7 ["+c.Key()+"]", cellName(c))
+	c.Arm, c.Transport, c.Warmup = "c_32k", "tcp", cell.Warmup{Kind: "streams", Stream: 320 << 10}
+	require.Equal(t, "c_32k harness tcp warm-up streams:320KiB seed 7 ["+c.Key()+"]", cellName(c))
 }
