@@ -98,7 +98,7 @@ func formulaCost(c cell.Config) Cost {
 //   - A payload warm-up is a delivery of the cell's own shape before the
 //     measured one: twice the wall time above formulaCost's fixed 5 s, and
 //     the same memory (the warm-up's buffers are free again by the
-//     measured publish).
+//     measured publish). Reasoned, not measured.
 //   - Streams (at once or in turn) add WarmupStreamRSS and
 //     WarmupStreamWall per byte sent: 2 × Stream over every edge of the
 //     dial graph. Measured with A-coded at 100, 250 and 500 nodes
