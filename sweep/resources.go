@@ -56,15 +56,25 @@ func (r Kind) edges() float64 { return float64(r.Nodes) * float64(r.Degree) / 2 
 
 // MeasureResources groups records by kind of cell and measures each kind
 // (Resource); recs[i] came from the records file sources[i]. Records
-// without a measured wall time or peak memory (zero) are left out. The
+// without a measured wall time or peak memory (zero) are left out, and a
+// run that several files hold (the same key, wall time and peak) counts
+// once. The
 // rows are ordered by nodes, degree, payload, arm, transport, profile,
-// backend, encoding and partitions.
+// backend, encoding, partitions and warm-up.
 func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 	type acc struct {
 		rss, wall []float64
 		src       []string
 	}
 	groups := map[Kind]*acc{}
+	// A run held by several files (a results folder reuses another's
+	// records) counts once, with each file among its kind's sources.
+	type run struct {
+		key  string
+		wall float64
+		rss  int64
+	}
+	seen := map[run]bool{}
 	for i, r := range recs {
 		if r.WallS <= 0 || r.MaxRSSKB <= 0 {
 			continue
@@ -76,10 +86,13 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 			g = &acc{}
 			groups[k] = g
 		}
-		g.rss = append(g.rss, float64(r.MaxRSSKB)/1024)
-		g.wall = append(g.wall, r.WallS)
 		if !slices.Contains(g.src, sources[i]) {
 			g.src = append(g.src, sources[i])
+		}
+		if id := (run{r.Key, r.WallS, r.MaxRSSKB}); !seen[id] {
+			seen[id] = true
+			g.rss = append(g.rss, float64(r.MaxRSSKB)/1024)
+			g.wall = append(g.wall, r.WallS)
 		}
 	}
 	out := make([]Resource, 0, len(groups))

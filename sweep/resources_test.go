@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ func resourceRecord(n, degree int, arm, transport, profile string, rssKB int64, 
 
 // TestMeasureResources: records group by kind; each kind's memory is the
 // largest and the median, its wall time the median and the largest;
-// records without a measurement are left out.
+// records without a measurement are left out; a run in two files counts
+// once.
 func TestMeasureResources(t *testing.T) {
 	recs := []*cell.Record{
 		resourceRecord(500, 70, "wholend", "quic", "harness", 10<<20, 300),
@@ -30,7 +32,13 @@ func TestMeasureResources(t *testing.T) {
 		resourceRecord(100, 70, "wholend", "quic", "harness", 3<<20, 54),
 		resourceRecord(100, 70, "wholend", "quic", "harness", 0, 54), // no memory measured
 	}
-	srcs := []string{"b", "a", "b", "a", "c", "c"}
+	// A run that a second file holds too counts once, both files its
+	// sources.
+	for _, r := range recs {
+		r.Key = fmt.Sprintf("k%d-%.0f", r.N, r.WallS)
+	}
+	recs = append(recs, recs[1])
+	srcs := []string{"b", "a", "b", "a", "c", "c", "d"}
 	got := MeasureResources(recs, srcs)
 	require.Len(t, got, 3)
 	require.Equal(t, 100, got[0].Nodes)
@@ -42,7 +50,7 @@ func TestMeasureResources(t *testing.T) {
 	require.InDelta(t, 12*1024, h.RSSMedianMiB, 1e-9)
 	require.InDelta(t, 300, h.WallMedianS, 1e-9)
 	require.InDelta(t, 500, h.WallMaxS, 1e-9)
-	require.Equal(t, []string{"a", "b"}, h.Sources)
+	require.Equal(t, []string{"a", "b", "d"}, h.Sources)
 	require.Equal(t, "tcp", got[2].Transport)
 
 	var b bytes.Buffer
@@ -53,7 +61,7 @@ func TestMeasureResources(t *testing.T) {
 
 	var page strings.Builder
 	require.NoError(t, WriteResourcesPage(&page, got))
-	require.Contains(t, page.String(), "| 500 | 70 | 1 MiB | wholend | quic | harness | uplink | snappy | 1 | 3 | 12.0, 13.0 | 300, 500 | a, b |")
+	require.Contains(t, page.String(), "| 500 | 70 | 1 MiB | wholend | quic | harness | uplink | snappy | 1 | 3 | 12.0, 13.0 | 300, 500 | a, b, d |")
 }
 
 // TestReadResourcesRejects: a table with a row that measured nothing, or
