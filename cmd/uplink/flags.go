@@ -152,7 +152,7 @@ func (c *commonFlags) register(g *flagGroups, d commonDefaults) {
 	perf.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell, or per partition, is fastest); 0: --partitions")
 	perf.IntVar(&c.setupProcs, "setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	perf.DurationVar(&c.setupQuantum, "setup-quantum", 0, setupQuantumHelp)
-	perf.IntVar(&c.gogc, "gogc", 400, "GOGC of each cell process")
+	perf.IntVar(&c.gogc, "gogc", 100, "GOGC of each cell process: the memory estimates (results/resources.md) were measured at 100; 400 holds about a fifth more memory for no CPU saved, 25 about an eighth less for an eighth more CPU (BENCHMARKS.md)")
 	perf.StringVar(&c.memLimit, "memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
 }
 
