@@ -177,9 +177,14 @@ func progressLine(p watchPhase, cur, prev watchSample, complete, receivers int64
 		return b.String()
 	}
 	rate := (cur.virt - prev.virt).Seconds() / dw.Seconds()
-	if rate >= 10 {
+	switch {
+	case rate >= 10:
 		fmt.Fprintf(&b, "; %.0f s virtual per s wall", rate)
-	} else {
+	case rate > 0 && rate < 0.1:
+		// A dear phase (a warm-up that fills every queue) moves a few
+		// milliseconds a second, which "0.00 s" would hide.
+		fmt.Fprintf(&b, "; %.1f ms virtual per s wall", 1000*rate)
+	default:
 		fmt.Fprintf(&b, "; %.2f s virtual per s wall", rate)
 	}
 	if left > 0 && rate > 0 {

@@ -64,6 +64,9 @@ func TestWatchLine(t *testing.T) {
 	w.phase.Store(&watchPhase{name: "teardown", wall: 41 * time.Second, from: 19 * des.Second, limit: 120 * des.Second, since: "the teardown's start", what: "teardown limit"})
 	virt = 19*des.Second + 500*des.Millisecond
 	require.Equal(t, "progress: teardown, 1s wall: 0.50 s virtual since the teardown's start, teardown limit 120 s, 1.23M packets; 0.50 s virtual per s wall, ETA ≤ 3m59s", w.Line(42*time.Second))
+	// A slow clock prints milliseconds: 17 ms in 5 s of wall time.
+	virt += 17 * des.Millisecond
+	require.Equal(t, "progress: teardown, 6s wall: 0.52 s virtual since the teardown's start, teardown limit 120 s, 1.23M packets; 3.4 ms virtual per s wall, ETA ≤ 9h45m42s", w.Line(47*time.Second))
 
 	// A nil Watch takes the cell's updates.
 	var nw *Watch
