@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,7 +268,22 @@ func runChild(ctx context.Context, self string, c cell.Config, env, args []strin
 		rec.MaxRSSKB = ru.Maxrss
 	}
 	rec.HugePages = hugePageMode()
+	rec.GOGC = envGOGC(env)
 	return &rec, nil
+}
+
+// envGOGC is the GOGC an environment sets (its last GOGC=), 0 where it
+// sets none or not a percentage.
+func envGOGC(env []string) int {
+	for _, kv := range slices.Backward(env) {
+		if v, ok := strings.CutPrefix(kv, "GOGC="); ok {
+			if g, err := strconv.Atoi(v); err == nil && g > 0 {
+				return g
+			}
+			return 0
+		}
+	}
+	return 0
 }
 
 // thpEnabled is Linux's transparent huge page setting.

@@ -181,3 +181,12 @@ func TestBracketed(t *testing.T) {
 	require.Equal(t, "", bracketed("always madvise never\n"))
 	require.Equal(t, "", bracketed(""))
 }
+
+// TestEnvGOGC: the GOGC an environment sets, the last one winning; none,
+// or one the collector reads as off, is 0.
+func TestEnvGOGC(t *testing.T) {
+	require.Equal(t, 100, envGOGC([]string{"HOME=/x", "GOGC=400", "GOMAXPROCS=1", "GOGC=100"}))
+	require.Equal(t, 0, envGOGC([]string{"HOME=/x"}))
+	require.Equal(t, 0, envGOGC([]string{"GOGC=off"}))
+	require.Equal(t, 0, envGOGC(nil))
+}

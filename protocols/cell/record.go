@@ -154,6 +154,9 @@ type Record struct {
 	// ran ("always", "madvise", "never"; empty where unknown): with
 	// "always" the same cell takes less CPU and more memory.
 	HugePages string `json:"huge_pages,omitempty"`
+	// GOGC is the collector's setting in the process that ran the cell (0
+	// where unknown): a lower one holds less memory for more CPU.
+	GOGC int `json:"gogc,omitempty"`
 
 	// Late counts the receivers that completed more than LateAfter past
 	// the p50, or never (section 5's "late receivers"); nil when the p50
