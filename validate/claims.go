@@ -154,18 +154,12 @@ type ClaimVerdict struct {
 // it counts for neither, and a claim with such a seed is open.
 func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record) (ClaimVerdict, error) {
 	v := ClaimVerdict{Claim: c}
-	vi := s.labelIndex(c.Variant)
+	vi, ai := s.claimVariants(c)
 	if vi < 0 {
 		return v, fmt.Errorf("study %s: claim %q: no variant %q", s.Name, c.Text, c.Variant)
 	}
-	ai := vi
-	switch {
-	case c.Against != "":
-		if ai = s.labelIndex(c.Against); ai < 0 {
-			return v, fmt.Errorf("study %s: claim %q: no variant %q", s.Name, c.Text, c.Against)
-		}
-	case c.AgainstArm == "":
-		ai = s.baseOf(vi)
+	if ai < 0 {
+		return v, fmt.Errorf("study %s: claim %q: no variant %q", s.Name, c.Text, c.Against)
 	}
 	if ai == vi && c.AgainstArm == "" {
 		return v, fmt.Errorf("study %s: claim %q compares variant %q with itself", s.Name, c.Text, c.Variant)
@@ -392,6 +386,22 @@ func spreadLine(v ClaimVerdict, seeds []uint64) string {
 	return line + fmt.Sprintf("every effect beyond %d times it.", SpreadFactor)
 }
 
+// claimVariants is the index of claim c's variant and of the variant it
+// is compared with: Against, or the variant itself when AgainstArm is
+// set, or else its baseline; −1 for a label the study lacks.
+func (s Study) claimVariants(c Claim) (vi, ai int) {
+	vi = s.labelIndex(c.Variant)
+	switch {
+	case vi < 0:
+		return -1, -1
+	case c.Against != "":
+		return vi, s.labelIndex(c.Against)
+	case c.AgainstArm != "":
+		return vi, vi
+	}
+	return vi, s.baseOf(vi)
+}
+
 // ClaimCells reports, for each of cells, whether the study's answer reads
 // it: each claim's variant and arms and what they are compared with (the
 // Against variant or the baseline, or AgainstArm), and, for the arms the
@@ -413,16 +423,9 @@ func (s Study) ClaimCells(cells []StudyCell) []bool {
 		return name // Judge names the unknown arm
 	}
 	for _, c := range s.Claims {
-		vi := s.labelIndex(c.Variant)
-		if vi < 0 {
+		vi, ai := s.claimVariants(c)
+		if vi < 0 || ai < 0 {
 			continue // Judge names the missing variant
-		}
-		ai := s.baseOf(vi)
-		switch {
-		case c.Against != "":
-			ai = s.labelIndex(c.Against)
-		case c.AgainstArm != "":
-			ai = vi
 		}
 		if c.Arms == nil {
 			read[va{vi, ""}] = true
