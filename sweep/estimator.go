@@ -10,8 +10,8 @@ import (
 // Estimator is EstimateCost that learns from records measured after the
 // committed resource table was made: a sweep's reused records and the
 // ones it makes as it runs. A kind of cell the table lacks then costs what
-// its own records measured, not a stand-in (segmentedCost's costliest
-// segmented arm, or formulaCost): a 2 MiB sweep's first segmented cell,
+// its own records measured, not a stand-in (another profile's, the
+// costliest segmented arm, or formulaCost): a 2 MiB sweep's first segmented cell,
 // say, sizes the rest of its arm. A kind both have keeps the table's wall
 // times and takes the larger peak memory. Safe for concurrent use.
 type Estimator struct {

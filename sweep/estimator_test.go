@@ -39,13 +39,14 @@ func TestWithMeasured(t *testing.T) {
 // measured cost; a nil record changes nothing.
 func TestEstimatorLearns(t *testing.T) {
 	c := cell.Config{Arm: "atuned_32k", N: 500, Degree: 70, Payload: 1 << 20, Transport: "quic",
-		Profile: cell.Profile{Name: "no-such-profile"}, Encoding: "snappy"}
+		Profile: cell.Profile{Name: "no-such-profile"}, Encoding: "no-such-encoding"}
 	e := NewEstimator([]*cell.Record{nil})
 	require.Equal(t, EstimateCost(c), e.Cost(c))
 	require.Equal(t, formulaCost(c), e.Cost(c))
 
 	e.Add(nil)
 	rec := resourceRecord(500, 70, "atuned_32k", "quic", "no-such-profile", 5<<20, 250)
+	rec.Wire.Encoding = "no-such-encoding"
 	e.Add(rec)
 	require.Equal(t, Cost{Wall: 250 * time.Second, RSS: 5 << 30}, e.Cost(c))
 	require.Equal(t, formulaCost(c), EstimateCost(c), "EstimateCost is the committed table's alone")

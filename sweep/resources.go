@@ -332,6 +332,34 @@ func measuredCost(t []Resource, c cell.Config) (Cost, bool) {
 	return Cost{Wall: time.Duration(wall * float64(time.Second)), RSS: int64(rss)}, true
 }
 
+// profileCost is the cost of c, whose kind the table lacks under c's
+// profile, from the same kind measured under the other profiles: the
+// largest memory and the longest wall time among them, each scaled to c's
+// dial graph as measuredCost does. A profile sets the queues, the latency
+// model and their knobs, not what a node holds: at 500 nodes, degree 70
+// and 1 MiB, every arm measured over QUIC under both the harness and
+// Shadow peaks within 0.6 GiB of itself (results/resources.md), while the
+// segmented arms of one profile span 5.3 to 7.5 GiB, so the same arm under
+// another profile is the nearer guess. False when no other profile has
+// c's kind.
+func profileCost(t []Resource, c cell.Config) (Cost, bool) {
+	var out Cost
+	found := false
+	tried := map[string]bool{c.Profile.Name: true}
+	for _, r := range t {
+		if tried[r.Profile] {
+			continue
+		}
+		tried[r.Profile] = true
+		other := c
+		other.Profile = cell.Profile{Name: r.Profile}
+		if cost, ok := measuredCost(t, other); ok {
+			out.RSS, out.Wall, found = max(out.RSS, cost.RSS), max(out.Wall, cost.Wall), true
+		}
+	}
+	return out, found
+}
+
 // segmentedCost is the cost of a segmented arm (one that sends units, not
 // the whole message) whose own kind the table lacks: the largest memory
 // and the longest wall time among the segmented arms measured in c's kind

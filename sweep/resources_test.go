@@ -103,6 +103,43 @@ func TestMeasuredCost(t *testing.T) {
 	require.False(t, ok)
 }
 
+// TestProfileCost: a kind the table lacks under its own profile costs the
+// largest memory and the longest wall time of the same kind under the
+// other profiles, scaled to its size; another arm or transport, or a kind
+// measured only under its own profile, is not matched; EstimateCost's
+// rule takes it before the costliest segmented arm of the cell's profile.
+func TestProfileCost(t *testing.T) {
+	table := MeasureResources([]*cell.Record{
+		resourceRecord(500, 70, "c_32k", "tcp", "shadow", 7<<20, 200),
+		resourceRecord(500, 70, "c_32k", "tcp", "kernel", 6<<20, 300),
+		resourceRecord(500, 70, "c_32k", "quic", "harness", 5<<20, 240),
+		resourceRecord(500, 70, "crs_32k", "tcp", "harness", 9<<20, 250),
+	}, []string{"x", "x", "x", "x"})
+	c := cell.Config{Arm: "c_32k", N: 500, Degree: 70, Payload: 1 << 20, Transport: "tcp",
+		Profile: cell.Profile{Name: "harness"}, Encoding: "snappy"}
+	_, ok := measuredCost(table, c)
+	require.False(t, ok)
+	cost, ok := profileCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, Cost{Wall: 300 * time.Second, RSS: 7 << 30}, cost)
+	require.Equal(t, cost, costFrom(table, c), "the same arm elsewhere, not crs_32k's 9 GiB")
+
+	c.N = 250 // half the edges: the parts above 256 MiB and 5 s halve
+	cost, ok = profileCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, Cost{Wall: time.Duration((5 + 295.0/2) * float64(time.Second)), RSS: 256<<20 + (7<<30-256<<20)/2}, cost)
+
+	c.N, c.Arm = 500, "atuned_32k" // measured under no profile
+	_, ok = profileCost(table, c)
+	require.False(t, ok)
+	c.Arm, c.Transport = "crs_32k", "quic" // crs_32k over TCP only
+	_, ok = profileCost(table, c)
+	require.False(t, ok)
+	c.Transport, c.Profile.Name = "tcp", "harness" // its own profile only: measured, not a stand-in
+	_, ok = profileCost(table, c)
+	require.False(t, ok)
+}
+
 // TestSegmentedCost: a segmented arm the table lacks costs the largest
 // memory and the longest wall time of the segmented arms measured in its
 // kind otherwise, scaled to its size; the whole message, an arm of
@@ -141,7 +178,7 @@ func TestSegmentedCost(t *testing.T) {
 // formula's estimate; one it has costs the measured one.
 func TestEstimateCostFallsBack(t *testing.T) {
 	c := cell.Config{Arm: "wholend", N: 40, Degree: 8, Payload: 1 << 20, Transport: "quic",
-		Profile: cell.Profile{Name: "no-such-profile"}}
+		Profile: cell.Profile{Name: "no-such-profile"}, Encoding: "no-such-encoding"}
 	require.Equal(t, formulaCost(c), EstimateCost(c))
 	table, err := committedResources()
 	require.NoError(t, err)

@@ -28,8 +28,11 @@ const SplitWall = 0.78
 // network, encoding, payload and partitions), the cost is that kind's
 // measured one scaled to c's dial graph (measuredCost); a split cell whose
 // kind was measured only in one bubble takes SplitWall of its wall time;
-// a segmented arm never measured costs as much as the costliest segmented
-// arm measured in its kind otherwise (segmentedCost). Otherwise it is
+// a kind measured only under other profiles costs the costliest of those
+// (profileCost); a segmented arm never measured costs as much as the
+// costliest segmented arm measured in its kind otherwise (segmentedCost);
+// a warm-up never measured adds its own term to the cold cell's cost
+// (warmupCost). Otherwise it is
 // formulaCost. It orders and balances shards and sizes a
 // Slurm task's memory; it does not promise a time.
 func EstimateCost(c cell.Config) Cost {
@@ -58,6 +61,9 @@ func costFrom(t []Resource, c cell.Config) Cost {
 			cost.Wall = time.Duration(float64(cost.Wall) * SplitWall)
 			return cost
 		}
+	}
+	if cost, ok := profileCost(t, c); ok {
+		return cost
 	}
 	if cost, ok := segmentedCost(t, c); ok {
 		return cost
