@@ -140,13 +140,14 @@ func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Conf
 	if !sh.list {
 		return cfgs, false, nil
 	}
-	fmt.Fprintf(stdout, "%-24s  %-10s  %-8s  %5s  %6s  %8s  %8s  %10s\n", "key", "arm", "profile", "seed", "nodes", "payload", "wall s", "RSS GiB")
+	fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5s  %6s  %8s  %8s  %7s  %s\n", "key", "arm", "transport", "profile", "seed", "nodes", "payload", "wall s", "RSS GiB", "warm-up")
 	var wall float64
 	for _, c := range cfgs {
 		cost := sweep.EstimateCost(c)
 		n, _ := c.Size()
 		wall += cost.Wall.Seconds()
-		fmt.Fprintf(stdout, "%-24s  %-10s  %-8s  %5d  %6d  %8d  %8.0f  %10.1f\n", c.Key(), cmp.Or(c.Arm, "whole"), c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30))
+		fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5d  %6d  %8d  %8.0f  %7.1f  %s\n", c.Key(), cmp.Or(c.Arm, "whole"), cmp.Or(c.Transport, "quic"),
+			c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30), cmp.Or(c.Warmup.String(), "-"))
 	}
 	fmt.Fprintf(stdout, "%d cells, about %.0f s of one core (sweep.EstimateCost)\n", len(cfgs), wall)
 	return cfgs, true, nil

@@ -30,11 +30,11 @@ func TestResultsPages(t *testing.T) {
 	var recs []string
 	for _, l := range strings.Split(out.String(), "\n")[1:] {
 		f := strings.Fields(l)
-		if len(f) != 8 {
+		if len(f) != 10 {
 			continue
 		}
 		p50 := 3.0 + 0.1*float64(len(recs))
-		r := cell.Record{Key: f[0], Arm: "wholend", Profile: f[2], Version: "test", N: 20, Total: 19, Completed: 19, PayloadBytes: 1 << 20, P50S: &p50, P99S: &p50}
+		r := cell.Record{Key: f[0], Arm: "wholend", Transport: f[2], Profile: f[3], Version: "test", N: 20, Total: 19, Completed: 19, PayloadBytes: 1 << 20, P50S: &p50, P99S: &p50}
 		b, err := json.Marshal(r)
 		require.NoError(t, err)
 		recs = append(recs, string(b))

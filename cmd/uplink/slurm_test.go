@@ -23,7 +23,7 @@ func listedKeys(t *testing.T, command ...string) []string {
 	require.Equal(t, 0, run(append(command, "--list-cells"), &out, &errb), errb.String())
 	var keys []string
 	for _, l := range strings.Split(out.String(), "\n")[1:] {
-		if f := strings.Fields(l); len(f) == 8 {
+		if f := strings.Fields(l); len(f) == 10 {
 			keys = append(keys, f[0])
 		}
 	}

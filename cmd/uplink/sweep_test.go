@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,15 +13,7 @@ import (
 // hold every cell of the whole sweep once.
 func TestListCellsShards(t *testing.T) {
 	keys := func(args ...string) []string {
-		var out, errb bytes.Buffer
-		require.Equal(t, 0, run(append([]string{"run", "--seeds", "7-13", "--list-cells"}, args...), &out, &errb), errb.String())
-		var ks []string
-		for _, l := range strings.Split(out.String(), "\n")[1:] {
-			if f := strings.Fields(l); len(f) == 8 {
-				ks = append(ks, f[0])
-			}
-		}
-		return ks
+		return listedKeys(t, append([]string{"run", "--seeds", "7-13"}, args...)...)
 	}
 	all := keys()
 	require.Len(t, all, 14)
