@@ -74,7 +74,7 @@ func parseBulk(args []string, stderr io.Writer) (*bulkInvocation, error) {
 	block := fs.Bool("block-sends", false, "QUIC: block UDP socket writes while the send buffer is full (Shadow, Linux) instead of never (simnet)")
 	procs := fs.Int("gomaxprocs", 1, "GOMAXPROCS for the run (one simulation uses one core best)")
 	gcPercent := fs.Int("gogc", 400, "GOGC for the run")
-	reproducible := fs.Bool("reproducible", false, "bit-for-bit reproducible run: GOMAXPROCS=1 and crypto/rand seeded from --seed (needs a binary built with -ldflags=-X=testing.testBinary=1)")
+	reproducible := fs.Bool("reproducible", false, "bit-for-bit reproducible run: GOMAXPROCS=1 and crypto/rand seeded from --seed (needs a binary built with -ldflags=-X=testing.testBinary=1; holds on an uncontended core, docs/model.md)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	outPath := fs.String("out", "", "write a JSON record of the run to this file: the configuration, every figure printed, the queues' delay histograms and the flows (docs/records.md)")
 	listQdiscs := fs.Bool("list-qdiscs", false, "list the queue disciplines with their keys, defaults and sources, and exit")
