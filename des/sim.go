@@ -43,6 +43,13 @@
 // a deadline in real code catches the model up first, so nothing observes
 // a hidden event late.
 //
+// The core reads no wall clock (WallNow is for progress lines and
+// figures of cost only). Which goroutine runs first at one virtual
+// instant is the Go scheduler's choice, though, and the scheduler preempts
+// a goroutine that has run for 10 ms of wall time: under CPU contention,
+// even at GOMAXPROCS=1, real code can call into the model in another
+// order from run to run (docs/model.md, Reproducibility).
+//
 // A plain binary enters a bubble through the testing framework (the
 // command's bubble package); a test uses synctest.Test; either creates the
 // Live inside it.
