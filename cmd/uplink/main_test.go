@@ -43,7 +43,7 @@ func TestBinaryEntersBubble(t *testing.T) {
 // an error naming the fix.
 func TestReproducible(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds a binary and runs two transfers")
+		t.Skip("builds a binary and runs two to four transfers")
 	}
 	bin := filepath.Join(t.TempDir(), "uplink")
 	build := exec.Command("go", "build", "-ldflags=-X=testing.testBinary=1", "-o", bin, ".")
