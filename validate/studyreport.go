@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,6 +129,7 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 		b.WriteString("\n")
 	}
 	writeLedger(&b, rows50)
+	writeConnState(&b, rows50)
 	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(s.Table(cells, records)))
 	switch a, err := s.Answer(cells, records); {
 	case err != nil:
@@ -136,4 +138,28 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 		b.WriteString("\n" + a)
 	}
 	return b.String()
+}
+
+// writeConnState writes the table of quic-go's connections at the
+// publish (StudyRow.CwndKiB, LostBefore), when some row's cells lost
+// packets before it (a warm-up): cold cells start every connection at
+// quic-go's initial window with nothing lost, and the table would repeat
+// that on every row.
+func writeConnState(b *strings.Builder, rows []StudyRow) {
+	var quic []StudyRow
+	lost := false
+	for _, r := range rows {
+		if r.Seeds > 0 && !math.IsNaN(r.CwndKiB) {
+			quic = append(quic, r)
+			lost = lost || r.LostBefore > 0
+		}
+	}
+	if !lost {
+		return
+	}
+	b.WriteString("\nquic-go's connections at the publish, the median across seeds of each cell's figure over every connection end: cwnd at publish, the median congestion window (quic-go starts at 40 KiB); lost before, the packets lost before the publish (setup and warm-up).\n\n")
+	b.WriteString("| variant | arm | seeds | cwnd at publish | lost before |\n| --- | --- | ---: | ---: | ---: |\n")
+	for _, r := range quic {
+		fmt.Fprintf(b, "| %s | %s | %d | %.1f KiB | %s |\n", r.Variant, r.Arm, r.Seeds, r.CwndKiB, FormatCount(r.LostBefore))
+	}
 }
