@@ -92,6 +92,23 @@ func fakeStudyRecords(t *testing.T, s Study, value func(variant, seed int) (p50,
 	return cells, records
 }
 
+// connStateStudy is warm-gap cut to its first two variants and first arm,
+// with fakeStudyRecords' records (two seeds) carrying state(variant, seed)
+// as their connections at the publish.
+func connStateStudy(t *testing.T, state func(variant, seed int) *cell.ConnState) (Study, []StudyCell, map[string]*cell.Record) {
+	t.Helper()
+	s, _ := LookupStudy("warm-gap")
+	s.Variants = s.Variants[:2]
+	s.Arms = s.Arms[:1]
+	cells, records := fakeStudyRecords(t, s, func(variant, seed int) (p50, p99 float64) { return 1, 2 })
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			records[cfg.Key()].ConnAtPublish = state(c.Variant, i)
+		}
+	}
+	return s, cells, records
+}
+
 // A study about the tail compares p99: b-tail's variant 1 has the
 // baseline's p50 but a p99 20 % higher on both seeds, so the reading says
 // p99 +20 % on every seed.
@@ -181,21 +198,12 @@ func TestStudyWithArms(t *testing.T) {
 // across seeds of each cell's median window and of its packets lost
 // before the publish, and NaN where no record has it (TCP cells).
 func TestStudyTableConnState(t *testing.T) {
-	s, _ := LookupStudy("warm-gap")
-	s.Variants = s.Variants[:2]
-	s.Arms = s.Arms[:1]
-	cells, records := fakeStudyRecords(t, s, func(variant, seed int) (p50, p99 float64) { return 1, 2 })
-	for _, c := range cells {
-		if c.Variant == 0 {
-			continue // the baseline's records have no connection state
+	s, cells, records := connStateStudy(t, func(variant, seed int) *cell.ConnState {
+		if variant == 0 {
+			return nil // the baseline's records have no connection state
 		}
-		for i, cfg := range c.Configs {
-			records[cfg.Key()].ConnAtPublish = &cell.ConnState{
-				CwndKiBP50:  []float64{20, 22}[i],
-				PacketsLost: []uint64{1000, 3000}[i],
-			}
-		}
-	}
+		return &cell.ConnState{CwndKiBP50: []float64{20, 22}[seed], PacketsLost: []uint64{1000, 3000}[seed]}
+	})
 	rows := s.Table(cells, records)
 	if len(rows) != 2 {
 		t.Fatalf("rows %+v", rows)

@@ -93,28 +93,17 @@ func TestStudyReportLedger(t *testing.T) {
 // its packets lost, with a row for each variant that has the state; a
 // study of cold cells (nothing lost before the publish) has none.
 func TestStudyReportConnState(t *testing.T) {
-	s, _ := LookupStudy("warm-gap")
-	s.Variants = s.Variants[:2]
-	s.Arms = s.Arms[:1]
-	cells, records := fakeStudyRecords(t, s, func(variant, seed int) (p50, p99 float64) { return 1, 2 })
-	for _, c := range cells {
-		for i, cfg := range c.Configs {
-			cs := &cell.ConnState{CwndKiBP50: 40}
-			if c.Variant == 1 {
-				cs = &cell.ConnState{CwndKiBP50: []float64{20, 22}[i], PacketsLost: []uint64{1000, 3000}[i]}
-			}
-			records[cfg.Key()].ConnAtPublish = cs
+	s, cells, records := connStateStudy(t, func(variant, seed int) *cell.ConnState {
+		if variant == 0 {
+			return &cell.ConnState{CwndKiBP50: 40}
 		}
-	}
+		return &cell.ConnState{CwndKiBP50: []float64{20, 22}[seed], PacketsLost: []uint64{1000, 3000}[seed]}
+	})
 	md := studyMarkdown(s, cells, records)
 	require.Contains(t, md, "| variant | arm | seeds | cwnd at publish | lost before |")
 	require.Contains(t, md, "| "+s.Variants[0].Label+" | "+s.Arms[0]+" | 2 | 40.0 KiB | 0 |")
 	require.Contains(t, md, "| "+s.Variants[1].Label+" | "+s.Arms[0]+" | 2 | 21.0 KiB | 2000 |")
 
-	for _, c := range cells {
-		for _, cfg := range c.Configs {
-			records[cfg.Key()].ConnAtPublish = &cell.ConnState{CwndKiBP50: 40}
-		}
-	}
+	s, cells, records = connStateStudy(t, func(int, int) *cell.ConnState { return &cell.ConnState{CwndKiBP50: 40} })
 	require.NotContains(t, studyMarkdown(s, cells, records), "cwnd at publish")
 }
