@@ -149,7 +149,7 @@ func writeConnState(b *strings.Builder, rows []StudyRow) {
 	var quic []StudyRow
 	lost := false
 	for _, r := range rows {
-		if r.Seeds > 0 && !math.IsNaN(r.CwndKiB) {
+		if !math.IsNaN(r.CwndKiB) { // NaN for rows without records and for TCP cells
 			quic = append(quic, r)
 			lost = lost || r.LostBefore > 0
 		}
