@@ -328,6 +328,20 @@ func TestSmallWholeMessageCell(t *testing.T) {
 				if fh := rec.FirstHeartbeatMS; (start == "" && fh != 100) || (firstHB == "50ms" && fh != 50) || fh < 0 || fh >= 700 {
 					t.Fatalf("first heartbeat %v ms after subscribing (router-start %q, first-heartbeat %q)", fh, start, firstHB)
 				}
+				// The publish comes Settle after subscribing (mesh wait
+				// "fixed") or at one of the 100 ms polls after it
+				// ("stable"), and the heartbeats every 700 ms after the
+				// first: the next one after the publish is that far off.
+				period := 100.0
+				if p.MeshWait == "fixed" {
+					period = 700
+				}
+				if rec.NextHeartbeatMS == nil {
+					t.Fatal("record has no next_heartbeat_ms")
+				}
+				if nh := *rec.NextHeartbeatMS; nh < 0 || nh >= 700 || math.Abs(math.Remainder(nh-(rec.FirstHeartbeatMS-p.Settle*1000), period)) > 1e-6 {
+					t.Fatalf("next heartbeat %v ms after the publish; want in [0, 700 ms) and %v ms after the first heartbeat less the %v s settle, modulo %v ms", nh, rec.FirstHeartbeatMS, p.Settle, period)
+				}
 				if rec.Completed != 19 || rec.Total != 19 {
 					t.Fatalf("%d of %d receivers completed", rec.Completed, rec.Total)
 				}

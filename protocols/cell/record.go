@@ -238,7 +238,13 @@ type Record struct {
 	// with before-dial, the heartbeat's phase after the dial).
 	FirstHeartbeatMS float64 `json:"first_heartbeat_ms"`
 	PublishAtS       float64 `json:"publish_at_s"`
-	Phases           Phases  `json:"phases"`
+	// NextHeartbeatMS is the virtual time from the publish to the
+	// routers' next heartbeat (at the publish itself counts): the first
+	// gossip (IHAVE) after the publish, which a pulling arm's receivers
+	// answer with their first requests; nil where a record lacks it
+	// (versions that did not record it).
+	NextHeartbeatMS *float64 `json:"next_heartbeat_ms,omitempty"`
+	Phases          Phases   `json:"phases"`
 	// PhaseCPU is the CPU time the cell's process used in each phase
 	// (des.BusyCPU: user and system): over Phases, the cores each phase
 	// used.
