@@ -158,7 +158,6 @@ type measured struct {
 	c0, cDial, cMesh, cMeshEnd, cDelivery, cTeardown, cClosed time.Duration
 
 	firstHeartbeat time.Duration // from the subscriptions to the routers' next heartbeat
-	nextHeartbeat  time.Duration // from the publish to the routers' next heartbeat
 	meshStable     bool
 	warmupS        des.Time // virtual time the warm-up took
 	warmupMissing  int
@@ -781,7 +780,6 @@ func (d *driver) deliver() error {
 	d.m.meshLatencyMS, d.m.graphLatency = meshLatency(at.nodes, d.peers, d.draw, d.graph)
 	d.m.publishAt = time.Now()
 	d.m.publishAtS = d.live.Now()
-	d.m.nextHeartbeat = firstHeartbeat(d.routersAt.Duration(), d.m.publishAtS.Duration(), cfg.Gossip.Heartbeat)
 	cfg.Watch.setReceivers(len(d.nodes) - 1)
 	cfg.Watch.bound(d.m.publishAtS, cfg.Window, "the publish", "window")
 	switch {
@@ -1249,7 +1247,7 @@ func (d *driver) record() *Record {
 	rec.ConnAtPublish = m.conn
 	rec.MeshLatencyMS, rec.GraphLatencyMS = m.meshLatencyMS, m.graphLatency
 	rec.PublishAtS = m.publishAtS.Seconds()
-	nh := m.nextHeartbeat.Seconds() * 1000
+	nh := firstHeartbeat(d.routersAt.Duration(), m.publishAtS.Duration(), d.cfg.Gossip.Heartbeat).Seconds() * 1000
 	rec.NextHeartbeatMS = &nh
 	rec.CountsAt = m.countsAt
 	rec.CountsAtS = m.countsAfter.Seconds()
