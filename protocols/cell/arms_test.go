@@ -60,6 +60,8 @@ func TestArmsEveryReceiverCompletes(t *testing.T) {
 				if rec.Topics != wantTopics {
 					t.Fatalf("%d topics, want %d", rec.Topics, wantTopics)
 				}
+				require.Equal(t, wantTopics > 1, rec.PublisherMeshes != nil, "publisher_meshes only for arms on several topics")
+				require.Equal(t, wantTopics > 1, rec.EmptyMeshNodes != nil, "empty_mesh_nodes only for arms on several topics")
 				t.Logf("%s (%s): p50 %.3f p99 %.3f dups %d rx/node %.0f ctrl/node %.0f pub %d",
 					a.Name, rec.Policy, *rec.P50S, *rec.P99S, rec.Dups, rec.RxNodeBytes, rec.CtrlRxNode, rec.PubBytes)
 			})
@@ -281,13 +283,25 @@ func TestCountsHeldToWindowEnd(t *testing.T) {
 func TestVariantCMeshWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slots := armCell(t, "c_32k", nil)
-		each := armCell(t, "c_32k", func(c *Config) { c.Profile.TopicMeshWait = "" })
+		each := armCell(t, "c_32k", func(c *Config) { c.Profile.TopicMeshWait = ""; c.PerNode = true })
 		if !slots.MeshStable || slots.Completed != 29 {
 			t.Fatalf("slots wait: mesh stable %v, %d of 29 completed", slots.MeshStable, slots.Completed)
 		}
 		if slots.PublishAtS >= each.PublishAtS {
 			t.Fatalf("the slots wait published at %.2f s, not before the per-topic wait (%.2f s)", slots.PublishAtS, each.PublishAtS)
 		}
+		// The per-topic wait publishes once every node's mesh on every
+		// topic is within [Dlo, Dhi]: the publisher's meshes, one per
+		// segment topic, are in range and no node has an empty one.
+		g := StudyGossip()
+		require.Len(t, each.PublisherMeshes, each.Wire.Messages, "one publisher mesh per topic")
+		for i, m := range each.PublisherMeshes {
+			require.GreaterOrEqual(t, m, g.Dlo, "topic %d", i)
+			require.LessOrEqual(t, m, g.Dhi, "topic %d", i)
+		}
+		require.NotNil(t, each.EmptyMeshNodes)
+		require.Zero(t, *each.EmptyMeshNodes)
+		require.Equal(t, each.PublisherMeshes[0], each.Nodes[0].MeshPublish)
 		t.Logf("published at %.2f s (slots) and %.2f s (each); p50 %.3f and %.3f", slots.PublishAtS, each.PublishAtS, *slots.P50S, *each.P50S)
 	})
 }

@@ -1249,6 +1249,16 @@ func (d *driver) record() *Record {
 	rec.PublishAtS = m.publishAtS.Seconds()
 	nh := firstHeartbeat(d.routersAt.Duration(), m.publishAtS.Duration(), d.cfg.Gossip.Heartbeat).Seconds() * 1000
 	rec.NextHeartbeatMS = &nh
+	if at := m.atPublish.nodes; len(at[0].meshes) > 1 {
+		rec.PublisherMeshes = slices.Clone(at[0].meshes)
+		empty := 0
+		for _, nv := range at {
+			if lo, _ := nv.meshRange(); lo == 0 {
+				empty++
+			}
+		}
+		rec.EmptyMeshNodes = &empty
+	}
 	rec.CountsAt = m.countsAt
 	rec.CountsAtS = m.countsAfter.Seconds()
 	rec.Verified = m.verified

@@ -244,7 +244,15 @@ type Record struct {
 	// answer with their first requests; nil where a record lacks it
 	// (versions that did not record it).
 	NextHeartbeatMS *float64 `json:"next_heartbeat_ms,omitempty"`
-	Phases          Phases   `json:"phases"`
+	// PublisherMeshes is the publisher's mesh size on each topic at the
+	// publish, for arms on several topics (variant C): a unit published
+	// on a topic whose mesh is empty reaches no one until the heartbeat
+	// gossips it. EmptyMeshNodes counts the nodes with an empty mesh on
+	// some topic at the publish. Both absent in records of versions that
+	// did not record them, and for one-topic arms (mesh_at_publish).
+	PublisherMeshes []int  `json:"publisher_meshes,omitempty"`
+	EmptyMeshNodes  *int   `json:"empty_mesh_nodes,omitempty"`
+	Phases          Phases `json:"phases"`
 	// PhaseCPU is the CPU time the cell's process used in each phase
 	// (des.BusyCPU: user and system): over Phases, the cores each phase
 	// used.
