@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -84,4 +85,27 @@ func TestCellName(t *testing.T) {
 	require.Equal(t, "wholend harness seed 7 ["+c.Key()+"]", cellName(c))
 	c.Arm, c.Transport, c.Warmup = "c_32k", "tcp", cell.Warmup{Kind: "streams", Stream: 320 << 10}
 	require.Equal(t, "c_32k harness tcp warm-up streams:320KiB seed 7 ["+c.Key()+"]", cellName(c))
+}
+
+// TestRunMemoryPerArm: run checks each arm's own cell against --mem
+// before it builds anything, so a segmented arm that fits is not refused
+// for the whole message's size, and the whole message still is.
+func TestRunMemoryPerArm(t *testing.T) {
+	seg := tinyCell(t)
+	seg.Arm, seg.N, seg.Degree, seg.Payload = "c_32k", 500, 70, 1<<20
+	whole := seg
+	whole.Arm = "wholend"
+	segRSS, wholeRSS := sweep.EstimateCost(seg).RSS, sweep.EstimateCost(whole).RSS
+	require.Less(t, segRSS, wholeRSS)
+	mem := fmt.Sprintf("%dMiB", (segRSS+wholeRSS)/2>>20)
+	args := []string{"run", "--nodes", "500", "--degree", "70", "--mem", mem, "--list-cells", "--arm"}
+
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(append(args, "c32"), &out, &errb), errb.String())
+	require.Contains(t, out.String(), "c_32k")
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 2, run(append(args, "c32,whole"), &out, &errb))
+	require.Contains(t, errb.String(), "a cell of 500 nodes at degree 70 with a 1 MiB payload needs about "+fmtGiB(wholeRSS))
 }

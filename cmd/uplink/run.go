@@ -177,10 +177,16 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		base.Topology = d
 	} else {
 		// Check the topology parameters here, with the flag names, once
-		// a cell of this size is known to fit (with --skip-over-mem each
-		// cell is checked below).
+		// a cell of this size is known to fit: each arm's, as below (with
+		// --skip-over-mem each cell is checked there).
 		if !set.skipOverMem {
-			if err := checkMemory([]cell.Config{base}, set.mem); err != nil {
+			var sized []cell.Config
+			for _, a := range armList {
+				c := base
+				c.Arm = a.Name
+				sized = append(sized, c)
+			}
+			if err := checkMemory(sized, set.mem); err != nil {
 				return err
 			}
 		}
