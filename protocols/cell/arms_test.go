@@ -62,6 +62,28 @@ func TestArmsEveryReceiverCompletes(t *testing.T) {
 				}
 				require.Equal(t, wantTopics > 1, rec.PublisherMeshes != nil, "publisher_meshes only for arms on several topics")
 				require.Equal(t, wantTopics > 1, rec.EmptyMeshNodes != nil, "empty_mesh_nodes only for arms on several topics")
+				// Each unit's first delivery: one per unit for the arms of
+				// several gossip messages; a receiver completes only once
+				// it holds every unit of an uncoded arm, so no unit first
+				// reaches anyone after the first completion.
+				if a.Variant == arms.VariantB || wf.MessageCount == 1 {
+					require.Nil(t, rec.UnitFirstMS)
+					require.Nil(t, rec.CompletingUnits)
+				} else {
+					require.Len(t, rec.UnitFirstMS, wf.MessageCount)
+					completed := 0
+					for _, n := range rec.CompletingUnits {
+						completed += n
+					}
+					require.Equal(t, rec.Completed, completed, "every receiver completed by one unit")
+					if !a.Coded {
+						for u, ms := range rec.UnitFirstMS {
+							require.NotNil(t, ms, "unit %d reached no one", u)
+							require.Positive(t, *ms)
+							require.LessOrEqual(t, *ms, float64(rec.CompletionUS[0])/1000+1e-3, "unit %d first reached a receiver after the first completion", u)
+						}
+					}
+				}
 				t.Logf("%s (%s): p50 %.3f p99 %.3f dups %d rx/node %.0f ctrl/node %.0f pub %d",
 					a.Name, rec.Policy, *rec.P50S, *rec.P99S, rec.Dups, rec.RxNodeBytes, rec.CtrlRxNode, rec.PubBytes)
 			})

@@ -1046,6 +1046,8 @@ type nodeView struct {
 	dups        int
 	tx, rx      rpcCounts
 	data        map[int][]byte // readAll with Verify: unit index: data as delivered
+	unitAt      []time.Time    // unit index: when it was delivered (zero: not yet)
+	lastUnit    int            // the unit that completed the node; -1: none
 	b           *partial.Stats // readAll, variant B
 	held        [][]byte       // readAll, variant B with Verify, complete nodes: the parts held
 }
@@ -1115,7 +1117,7 @@ func (d *driver) read(what reading) (*view, error) {
 	keep := what == readAll && d.cfg.Verify
 	for i, nd := range d.nodes {
 		if nd.tracer != nil {
-			v.nodes[i] = nd.tracer.view(keep)
+			v.nodes[i] = nd.tracer.view(what == readAll, keep)
 		}
 	}
 	if what == readAll {
@@ -1345,6 +1347,33 @@ func (d *driver) record() *Record {
 	}
 	rec.RxNodeBytes = rxData / float64(n-1)
 	rec.CtrlRxNode = rxCtrl / float64(n-1)
+	if !d.isB && len(cs.nodes[0].unitAt) > 1 {
+		rec.UnitFirstMS, rec.CompletingUnits = unitSpread(cs.nodes[1:], m.publishAt)
+	}
 	rec.fill(times, cfg.Deadline.Seconds())
 	return rec
+}
+
+// unitSpread reads how the units spread over the receivers: each unit's
+// first delivery at any of them, in ms after the publish (nil where none
+// had it), and how many receivers each unit completed (their last needed
+// unit).
+func unitSpread(rx []nodeView, publishAt time.Time) (first []*float64, completing []int) {
+	units := len(rx[0].unitAt)
+	first, completing = make([]*float64, units), make([]int, units)
+	for _, nv := range rx {
+		for u, at := range nv.unitAt {
+			if at.IsZero() {
+				continue
+			}
+			ms := float64(at.Sub(publishAt)) / float64(time.Millisecond)
+			if first[u] == nil || ms < *first[u] {
+				first[u] = &ms
+			}
+		}
+		if nv.lastUnit >= 0 {
+			completing[nv.lastUnit]++
+		}
+	}
+	return first, completing
 }

@@ -250,9 +250,18 @@ type Record struct {
 	// gossips it. EmptyMeshNodes counts the nodes with an empty mesh on
 	// some topic at the publish. Both absent in records of versions that
 	// did not record them, and for one-topic arms (mesh_at_publish).
-	PublisherMeshes []int  `json:"publisher_meshes,omitempty"`
-	EmptyMeshNodes  *int   `json:"empty_mesh_nodes,omitempty"`
-	Phases          Phases `json:"phases"`
+	PublisherMeshes []int `json:"publisher_meshes,omitempty"`
+	EmptyMeshNodes  *int  `json:"empty_mesh_nodes,omitempty"`
+	// UnitFirstMS is, for arms of several units sent as gossip messages
+	// (variants A and C), each unit's first delivery at any receiver, in
+	// ms after the publish (null: no receiver had it when the counts were
+	// read); CompletingUnits counts, per unit, the receivers whose
+	// completion it made (their last needed unit). A unit that set out
+	// late shows in both. Absent for the whole message, variant B, and in
+	// records of versions that did not record them.
+	UnitFirstMS     []*float64 `json:"unit_first_ms,omitempty"`
+	CompletingUnits []int      `json:"completing_units,omitempty"`
+	Phases          Phases     `json:"phases"`
 	// PhaseCPU is the CPU time the cell's process used in each phase
 	// (des.BusyCPU: user and system): over Phases, the cores each phase
 	// used.

@@ -2,6 +2,7 @@ package cell
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,8 @@ type tracer struct {
 	got     int
 	keep    bool           // keep the data of delivered units (verification)
 	data    map[int][]byte // unit index: data as delivered, when keep
+	unitAt  []time.Time    // unit index: when it was delivered (zero: not yet)
+	last    int            // the unit whose delivery completed the node
 
 	delivered   bool
 	deliveredAt time.Time
@@ -122,8 +125,9 @@ func (t *tracer) isDelivered() bool {
 }
 
 // view copies the node's state for snapshot: its meshes, completion and
-// tallies, and with data the units' data it was delivered.
-func (t *tracer) view(data bool) nodeView {
+// tallies, with units when each unit was delivered, and with data the
+// units' data it was delivered.
+func (t *tracer) view(units, data bool) nodeView {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v := nodeView{
@@ -131,6 +135,10 @@ func (t *tracer) view(data bool) nodeView {
 		firstMesh: make([]peer.ID, 0, len(t.mesh[0])),
 		delivered: t.delivered, deliveredAt: t.deliveredAt,
 		dups: t.dups, tx: t.tx, rx: t.rx,
+		lastUnit: t.last,
+	}
+	if units {
+		v.unitAt = slices.Clone(t.unitAt)
 	}
 	for i, m := range t.mesh {
 		v.meshes[i] = len(m)
@@ -158,6 +166,7 @@ func (t *tracer) setTargets(ids []string, need int, keep bool, done func()) {
 		t.targets[id] = i
 	}
 	t.need, t.keep = need, keep
+	t.unitAt, t.last = make([]time.Time, len(ids)), -1
 	t.data = nil
 	if keep {
 		t.data = map[int][]byte{}
@@ -198,11 +207,14 @@ func (t *tracer) DeliverMessage(msg *pubsub.Message) {
 		return
 	}
 	t.got++
+	now := time.Now()
+	t.unitAt[i] = now
 	if t.keep {
 		t.data[i] = msg.GetData()
 	}
 	if !t.delivered && t.got >= t.need {
-		t.complete(time.Now())
+		t.last = i
+		t.complete(now)
 	}
 }
 
