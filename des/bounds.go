@@ -198,7 +198,7 @@ func ParseBytes(s string, units []Unit, lo, hi int64) (int64, error) {
 		return 0, fmt.Errorf("size %w, such as 1MiB", err)
 	}
 	if v != math.Trunc(v) {
-		return 0, fmt.Errorf("size %q: %g is not a whole number of bytes", s, v)
+		return 0, fmt.Errorf("size %q: %s bytes is not a whole number of bytes; give %.0f or a smaller unit", s, strconv.FormatFloat(v, 'f', -1, 64), math.Floor(v))
 	}
 	if v < float64(lo) || v > float64(hi) {
 		return 0, fmt.Errorf("size %q: want %s to %s", s, FormatBytes(lo), FormatBytes(hi))

@@ -169,7 +169,7 @@ func TestParseBufferTriple(t *testing.T) {
 		"4096 131072 2G":      "max: size \"2G\": want 1 byte to 1 GiB",
 		"8192 4096 6291456":   "min 8192 above default 4096: want min <= default <= max",
 		"4096 131072 65536":   "default 131072 above max 65536",
-		"4096 131072.5 65536": "not a whole number of bytes",
+		"4096 131072.5 65536": "131072.5 bytes is not a whole number of bytes; give 131072 or a smaller unit",
 	} {
 		_, err := ParseBufferTriple(in)
 		require.ErrorContains(t, err, want, in)

@@ -84,6 +84,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bulk", "--rtt", "20.001s"}, "--rtt: duration \"20.001s\": want 0s to 20s"},
 		{[]string{"bulk", "--bytes", "0"}, "--bytes: size \"0\": want 1 byte to 1 TiB"},
 		{[]string{"bulk", "--bytes", "1.5"}, "not a whole number of bytes"},
+		{[]string{"run", "--mem", "14.8GiB"}, "size \"14.8GiB\": 15891378995.2 bytes is not a whole number of bytes; give 15891378995 or a smaller unit"},
 		{[]string{"bulk", "--flows", "256"}, "--flows 256: want 1 to 255"},
 		{[]string{"bulk", "--gomaxprocs", "1025"}, "--gomaxprocs: \"1025\": want a whole number from 1 to 1024"},
 		{[]string{"bulk", "--qdisc", "up=pie:target=NaN"}, "--qdisc up"},
