@@ -54,8 +54,9 @@ func checkMemory(cfgs []cell.Config, memS string) error {
 	}
 	big := slices.MaxFunc(over, func(a, b overCell) int { return cmp.Compare(a.need, b.need) })
 	n, degree := big.cfg.Size()
+	need, have := fmtOver(big.need, mem)
 	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, state the memory with --mem, or leave such cells out with --skip-over-mem",
-		n, degree, des.FormatBytes(int64(big.cfg.Payload)), fmtGiB(big.need), source, fmtGiB(mem))}
+		n, degree, des.FormatBytes(int64(big.cfg.Payload)), need, source, have)}
 }
 
 // skipOverMemory returns the cells that fit in memory alone, in their
@@ -65,8 +66,9 @@ func skipOverMemory(cfgs []cell.Config, memS string, w io.Writer) ([]cell.Config
 	fit, over, mem, source, err := splitByMemory(cfgs, memS)
 	for _, o := range over {
 		n, degree := o.cfg.Size()
+		need, have := fmtOver(o.need, mem)
 		fmt.Fprintf(w, "--skip-over-mem: not running %s (%d nodes, degree %d, %s payload): needs about %s (sweep.EstimateCost), %s is %s\n",
-			cellName(o.cfg), n, degree, des.FormatBytes(int64(o.cfg.Payload)), fmtGiB(o.need), source, fmtGiB(mem))
+			cellName(o.cfg), n, degree, des.FormatBytes(int64(o.cfg.Payload)), need, source, have)
 	}
 	return fit, err
 }
@@ -151,3 +153,16 @@ func memBudget(memS string) (int64, string, error) {
 }
 
 func fmtGiB(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// fmtOver formats a cell's need and the memory it exceeds with as many
+// decimals as it takes to tell them apart (up to three, then bytes), so a
+// refusal never reads "needs about 14.1 GiB; --mem is 14.1 GiB".
+func fmtOver(need, mem int64) (string, string) {
+	for d := 1; d <= 3; d++ {
+		a, b := fmt.Sprintf("%.*f GiB", d, float64(need)/(1<<30)), fmt.Sprintf("%.*f GiB", d, float64(mem)/(1<<30))
+		if a != b {
+			return a, b
+		}
+	}
+	return fmt.Sprintf("%d bytes", need), fmt.Sprintf("%d bytes", mem)
+}

@@ -109,3 +109,20 @@ func TestRunMemoryPerArm(t *testing.T) {
 	require.Equal(t, 2, run(append(args, "c32,whole"), &out, &errb))
 	require.Contains(t, errb.String(), "a cell of 500 nodes at degree 70 with a 1 MiB payload needs about "+fmtGiB(wholeRSS))
 }
+
+// TestFmtOver: a need and the memory it exceeds are printed apart.
+func TestFmtOver(t *testing.T) {
+	for _, c := range []struct {
+		need, mem  int64
+		want, have string
+	}{
+		{2 << 30, 1 << 30, "2.0 GiB", "1.0 GiB"},
+		{14438 << 20, 14400 << 20, "14.10 GiB", "14.06 GiB"},
+		{(1 << 30) + 1<<20, 1 << 30, "1.001 GiB", "1.000 GiB"},
+		{(1 << 30) + 1, 1 << 30, "1073741825 bytes", "1073741824 bytes"},
+	} {
+		need, have := fmtOver(c.need, c.mem)
+		require.Equal(t, c.want, need)
+		require.Equal(t, c.have, have)
+	}
+}
