@@ -110,6 +110,39 @@ func TestRunMemoryPerArm(t *testing.T) {
 	require.Contains(t, errb.String(), "a cell of 500 nodes at degree 70 with a 1 MiB payload needs about "+fmtGiB(wholeRSS))
 }
 
+// TestRunMemoryPerProfile: run's early check sizes each cell under its own
+// profile, so a profile whose cells fit is not refused for the costliest
+// profile's size, and one whose cells do not fit still is.
+func TestRunMemoryPerProfile(t *testing.T) {
+	c := tinyCell(t)
+	c.Arm, c.N, c.Degree, c.Payload = "wholend", 500, 70, 1<<20
+	cost := map[string]int64{}
+	for _, name := range []string{"harness", "shadow"} {
+		p, err := cell.LookupProfile(name)
+		require.NoError(t, err)
+		c.Profile = p
+		cost[name] = sweep.EstimateCost(c).RSS
+	}
+	cheap, dear := "shadow", "harness"
+	if cost[cheap] > cost[dear] {
+		cheap, dear = dear, cheap
+	}
+	require.Less(t, cost[cheap], cost[dear], "the two profiles' whole messages are measured apart")
+	mem := (cost[cheap] + cost[dear]) / 2 >> 20 << 20
+	args := []string{"run", "--nodes", "500", "--degree", "70", "--arm", "whole", "--mem", fmt.Sprintf("%dMiB", mem>>20), "--list-cells", "--profile"}
+
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(append(args, cheap), &out, &errb), errb.String())
+	require.Contains(t, out.String(), cheap)
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 2, run(append(args, cheap+","+dear), &out, &errb))
+	need, have := fmtOver(cost[dear], mem)
+	require.NotEqual(t, need, have)
+	require.Contains(t, errb.String(), "needs about "+need+" (sweep.EstimateCost); --mem is "+have)
+}
+
 // TestFmtOver: a need and the memory it exceeds are printed apart.
 func TestFmtOver(t *testing.T) {
 	for _, c := range []struct {

@@ -177,14 +177,19 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		base.Topology = d
 	} else {
 		// Check the topology parameters here, with the flag names, once
-		// a cell of this size is known to fit: each arm's, as below (with
-		// --skip-over-mem each cell is checked there).
+		// a cell of this size is known to fit: each arm's under each
+		// profile, as below (with --skip-over-mem each cell is checked
+		// there). A profile name that does not resolve is reported below;
+		// here its cells are sized as the costliest profile's.
 		if !set.skipOverMem {
 			var sized []cell.Config
-			for _, a := range armList {
-				c := base
-				c.Arm = a.Name
-				sized = append(sized, c)
+			for _, name := range strings.Split(*profilesS, ",") {
+				p, _ := cell.LookupProfile(strings.TrimSpace(name))
+				for _, a := range armList {
+					c := base
+					c.Arm, c.Profile = a.Name, p
+					sized = append(sized, c)
+				}
 			}
 			if err := checkMemory(sized, set.mem); err != nil {
 				return err
