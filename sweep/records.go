@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/uplinksim/uplink/protocols/cell"
 )
@@ -53,7 +55,44 @@ func ParseRecord(line []byte) (*cell.Record, error) {
 	if err := rec.Migrate(); err != nil {
 		return nil, err
 	}
+	rec.Unknown = unknownField(line)
 	return &rec, nil
+}
+
+// unknownField is the first field of a record's line that cell.Record
+// does not have, at any depth, or "".
+func unknownField(line []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var rec cell.Record
+	err := dec.Decode(&rec)
+	if err == nil {
+		return ""
+	}
+	// encoding/json names the field only in its message.
+	name, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return ""
+	}
+	if u, err := strconv.Unquote(name); err == nil {
+		return u
+	}
+	return name
+}
+
+// MarshalRecord encodes a record as one line's JSON. It refuses a record
+// read with a field this build does not know (cell.Record.Unknown): the
+// line written would silently lack it.
+func MarshalRecord(r *cell.Record) ([]byte, error) {
+	if r.Unknown != "" {
+		return nil, fmt.Errorf("record %s (arm %s, profile %s, seed %d) holds a field this build does not know, %q (uplink %s wrote it): written again it would lose it; use a build at least as new as that one",
+			r.Key, r.Arm, r.Profile, r.Seed, r.Unknown, r.Version)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", r.Key, err)
+	}
+	return b, nil
 }
 
 // ScanRecords reads a records file line by line and calls visit with each
@@ -237,9 +276,9 @@ func Merge(paths []string) ([]*cell.Record, MergeReport, error) {
 func WriteRecords(w io.Writer, recs []*cell.Record) error {
 	bw := bufio.NewWriter(w)
 	for _, r := range recs {
-		b, err := json.Marshal(r)
+		b, err := MarshalRecord(r)
 		if err != nil {
-			return fmt.Errorf("record %s: %w", r.Key, err)
+			return err
 		}
 		bw.Write(b)
 		bw.WriteByte('\n')

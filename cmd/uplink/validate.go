@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -664,9 +663,9 @@ func exportRecords(path string, runs []cell.Config, records map[string]*cell.Rec
 				missing++
 				continue
 			}
-			b, err := json.Marshal(rec)
+			b, err := sweep.MarshalRecord(rec)
 			if err != nil {
-				return fmt.Errorf("encoding the record of %s: %w", c.Key(), err)
+				return err
 			}
 			if _, err := w.Write(append(b, '\n')); err != nil {
 				return err

@@ -124,6 +124,19 @@ func TestValidateReplay(t *testing.T) {
 	eout, err = exec.Command(bin, append(slices.Clone(only), "--export", cache)...).CombinedOutput()
 	require.Error(t, err)
 	require.Contains(t, string(eout), "is the --cache")
+	// A record holding a field this build does not know (a newer build
+	// wrote it) still compares, but is not exported without it.
+	newer := filepath.Join(t.TempDir(), "newer.jsonl")
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[0] = strings.TrimSuffix(strings.TrimSpace(lines[0]), "}") + `,"stamp_from_later":1}` + "\n"
+	require.NoError(t, os.WriteFile(newer, []byte(strings.Join(lines, "")), 0o644))
+	withNewer := slices.Clone(only)
+	withNewer[slices.Index(withNewer, cache)] = newer
+	notWritten := filepath.Join(t.TempDir(), "records.jsonl")
+	eout, err = exec.Command(bin, append(withNewer, "--export", notWritten)...).CombinedOutput()
+	require.Error(t, err, "%s", eout)
+	require.Contains(t, string(eout), `holds a field this build does not know, "stamp_from_later"`)
+	require.NoFileExists(t, notWritten)
 }
 
 // TestValidateStudy: a study shrunk to 12 nodes and one seed runs its five

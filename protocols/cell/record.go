@@ -117,7 +117,12 @@ type Record struct {
 	// Schema is the version of the record's form: RecordSchema when
 	// written; 0 (absent) in a record written without it, which Migrate
 	// brings to RecordSchema.
-	Schema       int      `json:"schema"`
+	Schema int `json:"schema"`
+	// Unknown is, in a record read from a line, the first field of that
+	// line this build does not know (a newer build wrote it), or "".
+	// Written again, the record would lack it: writers refuse such a
+	// record (sweep.MarshalRecord).
+	Unknown      string   `json:"-"`
 	Key          string   `json:"key"` // Config.Key of the run
 	Arm          string   `json:"arm"` // the published name (harness records)
 	Seed         uint64   `json:"seed"`
