@@ -31,7 +31,8 @@ var (
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
 // ParseRecord reads one line of a records file: a cell record brought to
-// the current schema (cell.Record.Migrate), or ErrBlankLine, or
+// the current schema (cell.Record.Migrate), naming in Unknown the first
+// field of the line this build does not know, or ErrBlankLine, or
 // ErrRecordCut, or why the line is not a record (a record of a schema
 // newer than this build's among them).
 func ParseRecord(line []byte) (*cell.Record, error) {
