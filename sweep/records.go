@@ -39,9 +39,14 @@ func ParseRecord(line []byte) (*cell.Record, error) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return nil, ErrBlankLine
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var rec cell.Record
-	if err := dec.Decode(&rec); err != nil {
+	// Strictly first, so that a line of known fields is decoded once;
+	// only a line with an unknown field is decoded again, leniently.
+	rec, dec, err := decodeRecord(line, true)
+	unknown := unknownField(err)
+	if unknown != "" {
+		rec, dec, err = decodeRecord(line, false)
+	}
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, ErrRecordCut
 		}
@@ -56,17 +61,25 @@ func ParseRecord(line []byte) (*cell.Record, error) {
 	if err := rec.Migrate(); err != nil {
 		return nil, err
 	}
-	rec.Unknown = unknownField(line)
-	return &rec, nil
+	rec.Unknown = unknown
+	return rec, nil
 }
 
-// unknownField is the first field of a record's line that cell.Record
-// does not have, at any depth, or "".
-func unknownField(line []byte) string {
+// decodeRecord decodes the first JSON value of line as a record; strict
+// refuses a field cell.Record does not have, at any depth.
+func decodeRecord(line []byte, strict bool) (*cell.Record, *json.Decoder, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	var rec cell.Record
 	err := dec.Decode(&rec)
+	return &rec, dec, err
+}
+
+// unknownField is the field a strict decode's error names as unknown, or
+// "" for any other error or none.
+func unknownField(err error) string {
 	if err == nil {
 		return ""
 	}
