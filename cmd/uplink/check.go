@@ -152,15 +152,17 @@ func memBudget(memS string) (int64, string, error) {
 	return 0, "", nil
 }
 
-func fmtGiB(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+func fmtGiB(b int64) string { return gib(b, 1) }
+
+// gib formats a byte count in GiB with d decimals.
+func gib(b int64, d int) string { return fmt.Sprintf("%.*f GiB", d, float64(b)/(1<<30)) }
 
 // fmtOver formats a cell's need and the memory it exceeds with as many
 // decimals as it takes to tell them apart (up to three, then bytes), so a
 // refusal never reads "needs about 14.1 GiB; --mem is 14.1 GiB".
 func fmtOver(need, mem int64) (string, string) {
 	for d := 1; d <= 3; d++ {
-		a, b := fmt.Sprintf("%.*f GiB", d, float64(need)/(1<<30)), fmt.Sprintf("%.*f GiB", d, float64(mem)/(1<<30))
-		if a != b {
+		if a, b := gib(need, d), gib(mem, d); a != b {
 			return a, b
 		}
 	}
