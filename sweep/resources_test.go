@@ -64,6 +64,50 @@ func TestMeasureResources(t *testing.T) {
 	require.Contains(t, page.String(), "| 500 | 70 | 1 MiB | wholend | quic | harness | uplink | snappy | 1 | 3 | 12.0, 13.0 | 300, 500 | a, b, d |")
 }
 
+// TestMeasureResourcesHostsAndLimits: a peak made under a soft memory
+// limit counts only for a kind whose every run had one; the cells are
+// counted by the machine their records name, and the page's records
+// column says both.
+func TestMeasureResourcesHostsAndLimits(t *testing.T) {
+	big := &cell.Host{CPUs: 16, MemGiB: 125.4}
+	recs := []*cell.Record{
+		resourceRecord(1000, 70, "c_32k", "quic", "shadow", 12<<20, 480),
+		resourceRecord(1000, 70, "c_32k", "quic", "shadow", 11<<20, 440),
+		resourceRecord(1000, 70, "c_32k", "quic", "shadow", 10<<20, 400),
+		resourceRecord(1000, 70, "c_32k", "quic", "shadow", 10<<20, 410),
+		resourceRecord(250, 70, "wholend", "quic", "harness", 6<<20, 250),
+	}
+	for i, r := range recs {
+		r.Key = fmt.Sprintf("k%d", i)
+	}
+	recs[2].MemLimit, recs[2].Host = 10<<30, big
+	recs[3].MemLimit, recs[3].Host = 10<<30, big
+	recs[1].Host = &cell.Host{CPUs: 2, MemGiB: 23.4}
+	recs[4].MemLimit = 6656 << 20
+	got := MeasureResources(recs, []string{"n", "n", "n", "n", "n"})
+	require.Len(t, got, 2)
+	w, c := got[0], got[1]
+	require.Equal(t, 250, w.Nodes)
+	require.Equal(t, 1, w.MemLimited)
+	require.InDelta(t, 6*1024, w.RSSMaxMiB, 1e-9, "every run limited: its peak counts")
+	require.Empty(t, w.Hosts)
+	require.Equal(t, 4, c.Cells)
+	require.Equal(t, 2, c.MemLimited)
+	require.InDelta(t, 12*1024, c.RSSMaxMiB, 1e-9)
+	require.InDelta(t, 11.5*1024, c.RSSMedianMiB, 1e-9, "the limited peaks left out")
+	require.InDelta(t, 425, c.WallMedianS, 1e-9, "every run's wall time counts")
+	require.Equal(t, []HostCells{{Host: "16 CPUs, 125 GiB", Cells: 2}, {Host: "2 CPUs, 23 GiB", Cells: 1}}, c.Hosts)
+
+	var b bytes.Buffer
+	require.NoError(t, WriteResources(&b, got))
+	back, err := ReadResources(&b)
+	require.NoError(t, err)
+	require.Equal(t, got, back)
+	var page strings.Builder
+	require.NoError(t, WriteResourcesPage(&page, got))
+	require.Contains(t, page.String(), "| 11.5, 12.0 | 425, 480 | n; 2 on 16 CPUs, 125 GiB; 1 on 2 CPUs, 23 GiB; 2 under a memory limit |")
+}
+
 // TestReadResourcesRejects: a table with a row that measured nothing, or
 // an unknown field, is an error.
 func TestReadResourcesRejects(t *testing.T) {

@@ -134,22 +134,28 @@ func memBudget(memS string) (int64, string, error) {
 		}
 		return b, memEnv, nil
 	}
+	if kb, ok := meminfoKB("MemAvailable"); ok {
+		return kb << 10, "the machine's available memory", nil
+	}
+	return 0, "", nil
+}
+
+// meminfoKB reads one field of /proc/meminfo, in KiB; false where the
+// file or the field cannot be read.
+func meminfoKB(field string) (int64, bool) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
-		return 0, "", nil
+		return 0, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0, "", nil
-			}
-			return kb << 10, "the machine's available memory", nil
+			return kb, err == nil
 		}
 	}
-	return 0, "", nil
+	return 0, false
 }
 
 func fmtGiB(b int64) string { return gib(b, 1) }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -269,7 +270,47 @@ func runChild(ctx context.Context, self string, c cell.Config, env, args []strin
 	}
 	rec.HugePages = hugePageMode()
 	rec.GOGC = envGOGC(env)
+	rec.MemLimit = envMemLimit(env)
+	rec.Host = thisHost()
 	return &rec, nil
+}
+
+// thisHost is the machine the cells run on: the CPUs this process may use
+// and the memory (MemTotal, 0 where it cannot be read).
+func thisHost() *cell.Host {
+	h := &cell.Host{CPUs: runtime.NumCPU()}
+	if kb, ok := meminfoKB("MemTotal"); ok {
+		h.MemGiB = math.Round(float64(kb)/(1<<20)*10) / 10
+	}
+	return h
+}
+
+// envMemLimit is the soft memory limit an environment sets (its last
+// GOMEMLIMIT=, in bytes or with the runtime's suffixes B, KiB, MiB, GiB,
+// TiB), 0 where it sets none, "off" or one the runtime would not read.
+func envMemLimit(env []string) int64 {
+	for _, kv := range slices.Backward(env) {
+		v, ok := strings.CutPrefix(kv, "GOMEMLIMIT=")
+		if !ok {
+			continue
+		}
+		num, mult := v, int64(1)
+		for _, u := range []struct {
+			suffix string
+			mult   int64
+		}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+			if n, ok := strings.CutSuffix(v, u.suffix); ok {
+				num, mult = n, u.mult
+				break
+			}
+		}
+		b, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || b <= 0 || b > math.MaxInt64/mult {
+			return 0
+		}
+		return b * mult
+	}
+	return 0
 }
 
 // envGOGC is the GOGC an environment sets (its last GOGC=), 0 where it

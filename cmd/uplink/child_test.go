@@ -190,3 +190,24 @@ func TestEnvGOGC(t *testing.T) {
 	require.Equal(t, 0, envGOGC([]string{"GOGC=off"}))
 	require.Equal(t, 0, envGOGC(nil))
 }
+
+// TestEnvMemLimit: the soft memory limit an environment sets, in bytes,
+// the last one winning, with the runtime's suffixes; none, "off" or one
+// the runtime would refuse is 0.
+func TestEnvMemLimit(t *testing.T) {
+	require.Equal(t, int64(10<<30), envMemLimit([]string{"GOMEMLIMIT=1GiB", "HOME=/x", "GOMEMLIMIT=10737418240"}))
+	require.Equal(t, int64(6656<<20), envMemLimit([]string{"GOMEMLIMIT=6656MiB"}))
+	require.Equal(t, int64(512), envMemLimit([]string{"GOMEMLIMIT=512B"}))
+	require.Equal(t, int64(0), envMemLimit([]string{"GOMEMLIMIT=off"}))
+	require.Equal(t, int64(0), envMemLimit([]string{"GOMEMLIMIT=10GB"}))
+	require.Equal(t, int64(0), envMemLimit([]string{"GOMEMLIMIT=9999999TiB"}))
+	require.Equal(t, int64(0), envMemLimit(nil))
+}
+
+// TestCellEnvMemLimitRecorded: --memlimit's environment reads back as the
+// limit a record names.
+func TestCellEnvMemLimitRecorded(t *testing.T) {
+	env, err := cellEnv(1, 100, "6.5GiB")
+	require.NoError(t, err)
+	require.Equal(t, int64(6.5*(1<<30)), envMemLimit(env))
+}

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -108,6 +109,21 @@ const (
 	CountsAtWindowEnd      = "window end"
 )
 
+// Host is a machine that ran cells: its logical CPUs (the ones the
+// process may use) and its memory (MemTotal).
+type Host struct {
+	CPUs   int     `json:"cpus"`
+	MemGiB float64 `json:"mem_gib"` // to 0.1 GiB; 0 where unknown
+}
+
+// String names the host as the resource page does: "16 CPUs, 125 GiB".
+func (h Host) String() string {
+	if h.MemGiB <= 0 {
+		return fmt.Sprintf("%d CPUs", h.CPUs)
+	}
+	return fmt.Sprintf("%d CPUs, %.0f GiB", h.CPUs, h.MemGiB)
+}
+
 // Record is one cell run, with the harness record's fields
 // (study-model.md, "Records") and what uplink adds: the profile and every
 // knob, the transport, the version, wall time, phases and counts.
@@ -162,6 +178,14 @@ type Record struct {
 	// GOGC is the collector's setting in the process that ran the cell (0
 	// where unknown): a lower one holds less memory for more CPU.
 	GOGC int `json:"gogc,omitempty"`
+	// MemLimit is the soft memory limit (GOMEMLIMIT, --memlimit) of the
+	// process that ran the cell, in bytes; 0 where it had none or where
+	// unknown. Near it the collector works harder and holds the peak
+	// (MaxRSSKB) down.
+	MemLimit int64 `json:"mem_limit,omitempty"`
+	// Host is the machine that ran the cell (nil where unknown): its wall
+	// time and peak are read against it.
+	Host *Host `json:"host,omitempty"`
 
 	// Late counts the receivers that completed more than LateAfter past
 	// the p50, or never (section 5's "late receivers"); nil when the p50
