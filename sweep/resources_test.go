@@ -53,15 +53,21 @@ func TestMeasureResources(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "d"}, h.Sources)
 	require.Equal(t, "tcp", got[2].Transport)
 
+	require.Contains(t, roundTripPage(t, got), "| 500 | 70 | 1 MiB | wholend | quic | harness | uplink | snappy | 1 | 3 | 12.0, 13.0 | 300, 500 | a, b, d |")
+}
+
+// roundTripPage writes t as JSON, requires it to read back the same, and
+// returns its page.
+func roundTripPage(t *testing.T, table []Resource) string {
+	t.Helper()
 	var b bytes.Buffer
-	require.NoError(t, WriteResources(&b, got))
+	require.NoError(t, WriteResources(&b, table))
 	back, err := ReadResources(&b)
 	require.NoError(t, err)
-	require.Equal(t, got, back)
-
+	require.Equal(t, table, back)
 	var page strings.Builder
-	require.NoError(t, WriteResourcesPage(&page, got))
-	require.Contains(t, page.String(), "| 500 | 70 | 1 MiB | wholend | quic | harness | uplink | snappy | 1 | 3 | 12.0, 13.0 | 300, 500 | a, b, d |")
+	require.NoError(t, WriteResourcesPage(&page, table))
+	return page.String()
 }
 
 // TestMeasureResourcesHostsAndLimits: a peak made under a soft memory
@@ -98,14 +104,7 @@ func TestMeasureResourcesHostsAndLimits(t *testing.T) {
 	require.InDelta(t, 425, c.WallMedianS, 1e-9, "every run's wall time counts")
 	require.Equal(t, []HostCells{{Host: "16 CPUs, 125 GiB", Cells: 2}, {Host: "2 CPUs, 23 GiB", Cells: 1}}, c.Hosts)
 
-	var b bytes.Buffer
-	require.NoError(t, WriteResources(&b, got))
-	back, err := ReadResources(&b)
-	require.NoError(t, err)
-	require.Equal(t, got, back)
-	var page strings.Builder
-	require.NoError(t, WriteResourcesPage(&page, got))
-	require.Contains(t, page.String(), "| 11.5, 12.0 | 425, 480 | n; 2 on 16 CPUs, 125 GiB; 1 on 2 CPUs, 23 GiB; 2 under a memory limit |")
+	require.Contains(t, roundTripPage(t, got), "| 11.5, 12.0 | 425, 480 | n; 2 on 16 CPUs, 125 GiB; 1 on 2 CPUs, 23 GiB; 2 under a memory limit |")
 }
 
 // TestReadResourcesRejects: a table with a row that measured nothing, or
