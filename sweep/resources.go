@@ -74,8 +74,9 @@ func (r Kind) edges() float64 { return float64(r.Nodes) * float64(r.Degree) / 2 
 // without a measured wall time or peak memory (zero) are left out, and a
 // run that several files hold (the same key, wall time and peak) counts
 // once. A peak made under a soft memory limit counts only for a kind whose
-// every run had one (Resource.MemLimited). The rows are ordered by nodes, degree, payload, arm, transport, profile,
-// backend, encoding, partitions and warm-up.
+// every run had one (Resource.MemLimited). The rows are ordered by nodes,
+// degree, payload, arm, transport, profile, backend, encoding, partitions
+// and warm-up.
 func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 	type acc struct {
 		rss, rssLimited, wall []float64
@@ -202,13 +203,13 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 	b.WriteString("here is what a cell took in a sweep there, not on an idle machine\n")
 	b.WriteString("(BENCHMARKS.md has those). A peak made under a soft memory limit\n")
 	b.WriteString("(mem_limit, counted in the records column) counts only for a kind whose\n")
-	b.WriteString("every cell had one. `--list-cells`, `--mem` and `uplink slurm`\n")
-	b.WriteString("estimate a cell's cost from the nearest row of its kind, scaled by the\n")
-	b.WriteString("edge count; a segmented arm with no row takes the costliest segmented\n")
-	b.WriteString("arm of its payload, transport and profile; else 256 MiB plus 200 KiB\n")
-	b.WriteString("and 0.55 times the payload per edge; a warm-up not measured with the\n")
-	fmt.Fprintf(&b, "kind adds %.2f bytes and %.3f s per MiB its streams send\n", WarmupStreamRSS, WarmupStreamWall)
-	b.WriteString("(sweep.EstimateCost).\n\n")
+	b.WriteString("every cell had one, and such a kind sizes no estimate. `--list-cells`,\n")
+	b.WriteString("`--mem` and `uplink slurm` estimate a cell's cost from the nearest row\n")
+	b.WriteString("of its kind, scaled by the edge count; a segmented arm with no row\n")
+	b.WriteString("takes the costliest segmented arm of its payload, transport and\n")
+	b.WriteString("profile; else 256 MiB plus 200 KiB and 0.55 times the payload per edge;\n")
+	fmt.Fprintf(&b, "a warm-up not measured with the kind adds %.2f bytes and %.3f s per\n", WarmupStreamRSS, WarmupStreamWall)
+	b.WriteString("MiB its streams send (sweep.EstimateCost).\n\n")
 	b.WriteString("| nodes | degree | payload | arm | transport | profile | network | encoding | K | cells | peak RSS GiB (median, max) | wall s (median, max) | records |\n")
 	b.WriteString("| ---: | ---: | ---: | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range t {
@@ -232,6 +233,10 @@ func WriteResourcesPage(w io.Writer, t []Resource) error {
 	return err
 }
 
+// limitedOnly says whether every cell of the kind ran under a soft memory
+// limit, so that its peak is the limit's doing (Resource.MemLimited).
+func (r Resource) limitedOnly() bool { return r.MemLimited > 0 && r.MemLimited == r.Cells }
+
 // recordsColumn is the page's records column: the files, then how many of
 // the cells ran on each machine their records name and how many under a
 // soft memory limit.
@@ -251,7 +256,8 @@ func (r Resource) recordsColumn() string {
 // payload (1 MiB) in one bubble, cold, one column per profile and transport,
 // and per size one row for the whole message and one for the segmented
 // arms together (so that the table does not grow with the arms
-// measured). A cell of the table is the largest peak RSS of its kinds
+// measured; a kind whose every cell ran under a soft memory limit is left
+// out). A cell of the table is the largest peak RSS of its kinds
 // (for the segmented arms, what EstimateCost gives one never measured)
 // and their median wall time, or the range of the medians over several
 // arms.
@@ -267,7 +273,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 	cells := map[row]map[string]*span{}
 	armsOf := map[row]map[string]bool{}
 	for _, r := range t {
-		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 || r.Payload != studyPayload || r.Warmup != "" {
+		if r.Backend != "" || r.Encoding != "snappy" || r.Partitions > 1 || r.Payload != studyPayload || r.Warmup != "" || r.limitedOnly() {
 			continue
 		}
 		family := r.Arm
@@ -342,7 +348,9 @@ func familyOrder(family string) int {
 
 // lookup finds the measured kind nearest to c: the same arm, transport,
 // profile, backend, encoding, payload, partitions and warm-up, and among those the
-// one whose dial graph has the nearest edge count (by ratio).
+// one whose dial graph has the nearest edge count (by ratio). A kind whose
+// every cell ran under a soft memory limit is passed over: its peak is the
+// limit's, not what the cell holds without one.
 func lookup(t []Resource, c cell.Config) (Resource, bool) {
 	arm := c.Arm
 	if a, err := arms.LookupArm(c.Arm); err == nil {
@@ -355,7 +363,7 @@ func lookup(t []Resource, c cell.Config) (Resource, bool) {
 	for _, r := range t {
 		rk := r.Kind
 		rk.Nodes, rk.Degree = 0, 0
-		if rk != k {
+		if rk != k || r.limitedOnly() {
 			continue
 		}
 		if d := math.Abs(math.Log(r.edges() / edges)); d < dist {

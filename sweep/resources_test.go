@@ -146,6 +146,29 @@ func TestMeasuredCost(t *testing.T) {
 	require.False(t, ok)
 }
 
+// TestMeasuredCostPassesOverLimitedKinds: a kind whose every cell ran
+// under a soft memory limit does not size a cell: its peak is the
+// limit's, so the estimate scales the nearest kind measured without one.
+func TestMeasuredCostPassesOverLimitedKinds(t *testing.T) {
+	limited := resourceRecord(1000, 70, "wholend", "quic", "harness", 22<<20, 1257)
+	limited.MemLimit = 19 << 30
+	table := MeasureResources([]*cell.Record{
+		resourceRecord(500, 70, "wholend", "quic", "harness", 14<<20, 600),
+		limited,
+	}, []string{"x", "y"})
+	require.Len(t, table, 2)
+	require.True(t, table[1].limitedOnly())
+	c := cell.Config{Arm: "wholend", N: 1000, Degree: 70, Payload: 1 << 20, Transport: "quic",
+		Profile: cell.Profile{Name: "harness"}, Encoding: "snappy"}
+	cost, ok := measuredCost(table, c)
+	require.True(t, ok)
+	require.Equal(t, int64(256<<20+(14<<30-256<<20)*2), cost.RSS, "500 nodes' peak, doubled")
+
+	var brief strings.Builder
+	require.NoError(t, WriteResourcesBrief(&brief, table))
+	require.NotContains(t, brief.String(), "| 1000, 70 |")
+}
+
 // TestProfileCost: a kind the table lacks under its own profile costs the
 // largest memory and the longest wall time of the same kind under the
 // other profiles, scaled to its size; another arm or transport, or a kind
