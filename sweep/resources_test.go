@@ -349,3 +349,13 @@ func warmupFrom(t *testing.T, s string) cell.Warmup {
 	require.Equal(t, s, w.String())
 	return w
 }
+
+// TestLimitedPeak: under a soft memory limit a cell plans for the limit
+// plus a quarter where its estimate is larger, else for its estimate;
+// with no limit, its estimate.
+func TestLimitedPeak(t *testing.T) {
+	require.Equal(t, int64(28<<30), LimitedPeak(28<<30, 0))
+	require.Equal(t, int64(19<<30+19<<28), LimitedPeak(28<<30, 19<<30))
+	require.Equal(t, int64(12<<30), LimitedPeak(12<<30, 19<<30))
+	require.Equal(t, int64(5<<30), LimitedPeak(28<<30, 4<<30))
+}

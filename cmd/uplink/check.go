@@ -16,22 +16,22 @@ import (
 )
 
 // memHelp describes --mem (run and validate).
-const memHelp = "memory the cells may use at once, e.g. 20GiB (default: $UPLINK_MEM where set, else the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone, and a later cell that fits and cannot delay it may start meanwhile (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory; a validate sweep also learns from its cache and reused records, and every sweep from the cells it finishes); a cell that needs more than this alone is refused before the sweep starts, or left out with --skip-over-mem"
+const memHelp = "memory the cells may use at once, e.g. 20GiB (default: $UPLINK_MEM where set, else the machine's available memory, MemAvailable in /proc/meminfo): a cell starts only while its estimated memory fits beside the cells running, else it waits for them and runs alone, and a later cell that fits and cannot delay it may start meanwhile (estimates by sweep.EstimateCost: the measured peak of the nearest kind of cell in results/resources.md, else cell.EstimateMemory; a validate sweep also learns from its cache and reused records, and every sweep from the cells it finishes; under --memlimit, at most that limit plus a quarter); a cell that needs more than this alone is refused before the sweep starts, or left out with --skip-over-mem"
 
 // checkCells makes, before any cell starts, every check a cell process
 // would make of its configuration, and checks each cell's memory: a cell
 // that needs more than the memory alone (checkMemory) refuses the sweep,
 // or with skipBig is left out of it, named on w with its estimate. It
 // returns the cells to run. Its errors are usage errors naming the cell.
-func checkCells(cfgs []cell.Config, memS string, skipBig bool, w io.Writer) ([]cell.Config, error) {
+func checkCells(cfgs []cell.Config, m memOpts, skipBig bool, w io.Writer) ([]cell.Config, error) {
 	// The memory first: it is the cheaper check, and names the size.
 	if skipBig {
-		fit, err := skipOverMemory(cfgs, memS, w)
+		fit, err := skipOverMemory(cfgs, m, w)
 		if err != nil {
 			return nil, err
 		}
 		cfgs = fit
-	} else if err := checkMemory(cfgs, memS); err != nil {
+	} else if err := checkMemory(cfgs, m); err != nil {
 		return nil, err
 	}
 	for _, c := range cfgs {
@@ -47,28 +47,28 @@ func checkCells(cfgs []cell.Config, memS string, skipBig bool, w io.Writer) ([]c
 // sweep.EstimateCost: measured where the committed resource table has its
 // kind. Cells that do not fit beside one another are not refused: the
 // sweep runs them fewer at a time (memGate).
-func checkMemory(cfgs []cell.Config, memS string) error {
-	_, over, mem, source, err := splitByMemory(cfgs, memS)
+func checkMemory(cfgs []cell.Config, m memOpts) error {
+	_, over, mem, source, err := splitByMemory(cfgs, m)
 	if err != nil || len(over) == 0 {
 		return err
 	}
 	big := slices.MaxFunc(over, func(a, b overCell) int { return cmp.Compare(a.need, b.need) })
 	n, degree := big.cfg.Size()
 	need, have := fmtOver(big.need, mem)
-	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (sweep.EstimateCost); %s is %s: use fewer nodes or a smaller degree, state the memory with --mem, or leave such cells out with --skip-over-mem",
-		n, degree, des.FormatBytes(int64(big.cfg.Payload)), need, source, have)}
+	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (%s); %s is %s: use fewer nodes or a smaller degree, state the memory with --mem, %s, or leave such cells out with --skip-over-mem",
+		n, degree, des.FormatBytes(int64(big.cfg.Payload)), need, m.estimateWords(), source, have, m.limitAdvice())}
 }
 
 // skipOverMemory returns the cells that fit in memory alone, in their
 // order, and names each one left out on w with its estimate and the
 // memory it exceeds.
-func skipOverMemory(cfgs []cell.Config, memS string, w io.Writer) ([]cell.Config, error) {
-	fit, over, mem, source, err := splitByMemory(cfgs, memS)
+func skipOverMemory(cfgs []cell.Config, m memOpts, w io.Writer) ([]cell.Config, error) {
+	fit, over, mem, source, err := splitByMemory(cfgs, m)
 	for _, o := range over {
 		n, degree := o.cfg.Size()
 		need, have := fmtOver(o.need, mem)
-		fmt.Fprintf(w, "--skip-over-mem: not running %s (%d nodes, degree %d, %s payload): needs about %s (sweep.EstimateCost), %s is %s\n",
-			cellName(o.cfg), n, degree, des.FormatBytes(int64(o.cfg.Payload)), need, source, have)
+		fmt.Fprintf(w, "--skip-over-mem: not running %s (%d nodes, degree %d, %s payload): needs about %s (%s), %s is %s\n",
+			cellName(o.cfg), n, degree, des.FormatBytes(int64(o.cfg.Payload)), need, m.estimateWords(), source, have)
 	}
 	return fit, err
 }
@@ -90,22 +90,53 @@ func cellName(c cell.Config) string {
 // overCell is a cell that needs more than the memory alone.
 type overCell struct {
 	cfg  cell.Config
-	need int64 // sweep.EstimateCost's peak RSS
+	need int64 // memOpts.need: the planned peak RSS
+}
+
+// memOpts is what a sweep is told of memory: budget is --mem
+// (memBudget), and limit the soft memory limit its cells run under
+// (--memlimit or GOMEMLIMIT, in bytes; 0 for none), which caps the
+// memory planned for each (sweep.LimitedPeak).
+type memOpts struct {
+	budget string
+	limit  int64
+}
+
+// need is the memory planned for cell c: sweep.EstimateCost's peak, held
+// to the soft limit's sweep.LimitedPeak.
+func (m memOpts) need(c cell.Config) int64 {
+	return sweep.LimitedPeak(sweep.EstimateCost(c).RSS, m.limit)
+}
+
+// estimateWords names how a cell's memory was estimated, for messages.
+func (m memOpts) estimateWords() string {
+	if m.limit > 0 {
+		return fmt.Sprintf("sweep.EstimateCost, at most the soft limit %s plus a quarter: sweep.LimitedPeak", fmtGiB(m.limit))
+	}
+	return "sweep.EstimateCost"
+}
+
+// limitAdvice is the refusal's advice on the soft memory limit.
+func (m memOpts) limitAdvice() string {
+	if m.limit > 0 {
+		return "lower --memlimit (the collector then works harder, and a limit under the cell's live heap does not hold)"
+	}
+	return "run the cells under a soft memory limit with --memlimit"
 }
 
 // splitByMemory splits the cells, in their order, into those whose
-// sweep.EstimateCost fits in memory alone (memS, or the machine's
-// available memory, named by source) and those over it. With no memory
-// figure (not Linux, and no --mem) every cell fits.
-func splitByMemory(cfgs []cell.Config, memS string) (fit []cell.Config, over []overCell, mem int64, source string, err error) {
+// planned memory (m.need) fits in memory alone (m.budget, or the
+// machine's available memory, named by source) and those over it. With
+// no memory figure (not Linux, and no --mem) every cell fits.
+func splitByMemory(cfgs []cell.Config, m memOpts) (fit []cell.Config, over []overCell, mem int64, source string, err error) {
 	if len(cfgs) == 0 {
 		return nil, nil, 0, "", nil
 	}
-	if mem, source, err = memBudget(memS); err != nil || mem == 0 {
+	if mem, source, err = memBudget(m.budget); err != nil || mem == 0 {
 		return cfgs, nil, mem, source, err
 	}
 	for _, c := range cfgs {
-		if need := sweep.EstimateCost(c).RSS; need > mem {
+		if need := m.need(c); need > mem {
 			over = append(over, overCell{c, need})
 		} else {
 			fit = append(fit, c)

@@ -27,13 +27,13 @@ func TestSkipOverMem(t *testing.T) {
 	cfgs := []cell.Config{small, big, other}
 
 	var w bytes.Buffer
-	_, err := checkCells(cfgs, "4GiB", false, &w)
+	_, err := checkCells(cfgs, memOpts{budget: "4GiB"}, false, &w)
 	require.ErrorAs(t, err, new(usageError))
 	require.ErrorContains(t, err, "a cell of 2000 nodes at degree 70 with a 2 MiB payload needs about")
 	require.ErrorContains(t, err, "--skip-over-mem")
 	require.Empty(t, w.String())
 
-	fit, err := checkCells(cfgs, "4GiB", true, &w)
+	fit, err := checkCells(cfgs, memOpts{budget: "4GiB"}, true, &w)
 	require.NoError(t, err)
 	require.Equal(t, []cell.Config{small, other}, fit)
 	require.Contains(t, w.String(), "--skip-over-mem: not running wholend harness seed 7 ["+big.Key()+"] (2000 nodes, degree 70, 2 MiB payload): needs about ")
@@ -42,10 +42,21 @@ func TestSkipOverMem(t *testing.T) {
 
 	// Every cell over: nothing runs, and nothing is refused.
 	w.Reset()
-	fit, err = checkCells([]cell.Config{big}, "4GiB", true, &w)
+	fit, err = checkCells([]cell.Config{big}, memOpts{budget: "4GiB"}, true, &w)
 	require.NoError(t, err)
 	require.Empty(t, fit)
 	require.Contains(t, w.String(), "not running")
+
+	// Under a soft limit of 3 GiB the big cell plans for 3.75 GiB and
+	// fits; under one of 3.5 GiB it plans for 4.375 GiB and is refused,
+	// the refusal naming the limit.
+	fit, err = checkCells(cfgs, memOpts{budget: "4GiB", limit: 3 << 30}, false, &w)
+	require.NoError(t, err)
+	require.Equal(t, cfgs, fit)
+	_, err = checkCells(cfgs, memOpts{budget: "4GiB", limit: 7 << 29}, false, &w)
+	require.ErrorAs(t, err, new(usageError))
+	require.ErrorContains(t, err, "needs about 4.4 GiB (sweep.EstimateCost, at most the soft limit 3.5 GiB plus a quarter: sweep.LimitedPeak)")
+	require.ErrorContains(t, err, "lower --memlimit")
 }
 
 // TestMemBudgetEnv: without --mem the memory is $UPLINK_MEM where set,
@@ -66,7 +77,7 @@ func TestMemBudgetEnv(t *testing.T) {
 	big := tinyCell(t)
 	big.N, big.Degree = 500, 70
 	require.Greater(t, sweep.EstimateCost(big).RSS, int64(3<<30))
-	_, err = checkCells([]cell.Config{big}, "", false, new(bytes.Buffer))
+	_, err = checkCells([]cell.Config{big}, memOpts{}, false, new(bytes.Buffer))
 	require.ErrorAs(t, err, new(usageError))
 	require.ErrorContains(t, err, "UPLINK_MEM is 3.0 GiB")
 

@@ -48,9 +48,10 @@ type runOpts struct {
 	// obs: the folders of run's --trace, --pcap and --plot; each cell
 	// writes into a folder of its own in each (cellDir).
 	obs observePlan
-	// mem is --mem (memBudget): a cell starts only while the estimated
-	// memory of the cells running, its own added, fits in it (memGate).
-	mem string
+	// mem is --mem (memBudget) and the cells' soft memory limit: a cell
+	// starts only while the estimated memory of the cells running, its
+	// own added, fits in the budget (memGate).
+	mem memOpts
 	// known are records made before the sweep (a validate's cache and
 	// reused files): the estimates learn from them (sweep.Estimator).
 	known []*cell.Record
@@ -109,14 +110,14 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 		case <-ctx.Done():
 		}
 	}()
-	mem, memSource, err := memBudget(o.mem)
+	mem, memSource, err := memBudget(o.mem.budget)
 	if err != nil {
 		return nil, err
 	}
 	// Estimates learn from the records at hand and from each cell that
 	// finishes: the first cell of a kind never measured sizes the rest.
 	estimator := sweep.NewEstimator(o.known)
-	wall, rss := cellEstimates(cfgs, estimator)
+	wall, rss := cellEstimates(cfgs, estimator, o.mem.limit)
 	gate := newMemGate(jobs, mem)
 	est := aloneWeights(wall, rss, jobs, mem)
 	finished := make([]bool, len(cfgs))
@@ -141,7 +142,9 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 			waiting[i] = i
 		}
 		for len(waiting) > 0 {
-			k, counted, ok := gate.admit(ctx, len(waiting), func(k int) int64 { return estimator.Cost(cfgs[waiting[k]]).RSS })
+			k, counted, ok := gate.admit(ctx, len(waiting), func(k int) int64 {
+				return sweep.LimitedPeak(estimator.Cost(cfgs[waiting[k]]).RSS, o.mem.limit)
+			})
 			if !ok {
 				wg.Wait()
 				close(results)

@@ -153,7 +153,7 @@ func (c *commonFlags) register(g *flagGroups, d commonDefaults) {
 	perf.IntVar(&c.setupProcs, "setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	perf.DurationVar(&c.setupQuantum, "setup-quantum", 0, setupQuantumHelp)
 	perf.IntVar(&c.gogc, "gogc", 100, "GOGC of each cell process: the memory estimates (results/resources.md) were measured at 100; 400 holds about a fifth more memory for no CPU saved, 25 about an eighth less for an eighth more CPU (BENCHMARKS.md)")
-	perf.StringVar(&c.memLimit, "memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it")
+	perf.StringVar(&c.memLimit, "memlimit", "", "soft memory limit of each cell process (GOMEMLIMIT, e.g. 7GiB): the GC works harder near it, and --mem plans for each cell at most this plus a quarter (sweep.LimitedPeak)")
 }
 
 // sweepSettings are the common flags read and checked: what run and
@@ -168,7 +168,7 @@ type sweepSettings struct {
 	setupQuantum des.Time
 	setupProcs   int
 	partitions   int // cell.Config.Partitions: 0 for one bubble
-	mem          string
+	mem          memOpts
 	skipOverMem  bool // --skip-over-mem: leave out cells over mem rather than refuse
 	shard        string
 	listCells    bool
@@ -251,8 +251,9 @@ func (c *commonFlags) check() (sweepSettings, error) {
 		return s, err
 	}
 	s.setupQuantum, s.setupProcs = des.Time(c.setupQuantum), c.setupProcs
-	s.mem, s.skipOverMem, s.shard, s.listCells = c.mem, c.skipOverMem, c.shard, c.listCells
-	s.run = runOpts{jobs: c.jobs, env: env, quiet: c.quiet, progressEvery: c.progressEvery, mem: c.mem}
+	s.mem = memOpts{budget: c.mem, limit: envMemLimit(env)}
+	s.skipOverMem, s.shard, s.listCells = c.skipOverMem, c.shard, c.listCells
+	s.run = runOpts{jobs: c.jobs, env: env, quiet: c.quiet, progressEvery: c.progressEvery, mem: s.mem}
 	return s, nil
 }
 

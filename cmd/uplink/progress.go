@@ -72,12 +72,14 @@ func watchCell(w *cell.Watch, every time.Duration, out io.Writer) (stop func()) 
 	}
 }
 
-// cellEstimates is each cell's estimated wall time and peak memory by e.
-func cellEstimates(cfgs []cell.Config, e *sweep.Estimator) (wall []time.Duration, rss []int64) {
+// cellEstimates is each cell's estimated wall time and peak memory by e,
+// the memory planned under the cells' soft memory limit (limit bytes, 0
+// for none; sweep.LimitedPeak).
+func cellEstimates(cfgs []cell.Config, e *sweep.Estimator, limit int64) (wall []time.Duration, rss []int64) {
 	wall, rss = make([]time.Duration, len(cfgs)), make([]int64, len(cfgs))
 	for i, c := range cfgs {
 		cost := e.Cost(c)
-		wall[i], rss[i] = cost.Wall, cost.RSS
+		wall[i], rss[i] = cost.Wall, sweep.LimitedPeak(cost.RSS, limit)
 	}
 	return wall, rss
 }

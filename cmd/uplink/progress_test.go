@@ -19,7 +19,7 @@ func TestSweepETA(t *testing.T) {
 	// 5 s plus 16 ms per edge at 1 MiB: 500 edges 13 s, 250 edges 9 s.
 	big := cell.Config{N: 100, Degree: 10, Payload: 1 << 20}
 	small := cell.Config{N: 50, Degree: 10, Payload: 1 << 20}
-	est, _ := cellEstimates([]cell.Config{big, small, small}, sweep.NewEstimator(nil))
+	est, _ := cellEstimates([]cell.Config{big, small, small}, sweep.NewEstimator(nil), 0)
 	require.Equal(t, []time.Duration{13 * time.Second, 9 * time.Second, 9 * time.Second}, roundMS(est...))
 
 	// (13 + 9 + 9) / 2 jobs.
