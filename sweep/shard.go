@@ -24,7 +24,7 @@ type Cost struct {
 // (GOMEMLIMIT; 0 for none): the smaller of rss and the limit plus a
 // quarter. The limit is soft: the garbage collector works harder near it
 // but lets the heap grow past it rather than stall, and measured peaks
-// ran up to 18 % over it (the whole message at 1 000 nodes, 22.4 GiB
+// ran up to 17 % over it (the whole message at 1 000 nodes, 22.2 GiB
 // under a 19 GiB limit against about 28 GiB without one). A cell whose
 // live heap alone exceeds the limit peaks higher still: the figure plans,
 // it does not bound.
