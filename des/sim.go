@@ -57,7 +57,7 @@
 // # Partitions
 //
 // A model can be split into partitions, each with a Sim, a Live and a
-// bubble of its own, advancing in lock-step windows no longer than the
+// bubble of its own, advancing in lock-step windows shorter than the
 // smallest latency between partitions (window.go: Exchange,
 // Live.SetWindows; netmodel's partitions carry the packets). Several
 // bubbles run in one process: nothing that go-libp2p (as uplink builds its

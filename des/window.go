@@ -20,6 +20,13 @@ import (
 // partitions through an Exchange. Blocking on the Exchange, whose channels
 // were made outside every bubble, is not a durable block: the bubble's
 // clock stands still until every partition has arrived.
+//
+// Real code may still act at E-1ns after the swap: what atEnd hands it
+// there (an answer read from every partition) wakes it at that instant,
+// and a packet it sends then can leave at once (an uplink with tokens to
+// spare). Such a packet is taken at the next window's end, so a caller
+// makes W at least 1ns shorter than the smallest latency: a packet that
+// left at E-1ns then still arrives no sooner than the next window's end.
 
 // Exchange is the meeting point of K partitions at each window's end. It
 // must be made outside every bubble (its channels would otherwise belong

@@ -127,7 +127,7 @@ func (n *Network) Inject(c Crossing, end des.Time) error {
 		return errors.New("netmodel: partitions: a shared netem queue (NetemShared) would hold packets of two partitions; use one partition")
 	}
 	if c.At < end {
-		return fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v, inside the window that ended at %v: the window is longer than their latency", c.From, c.To, c.At, end)
+		return fmt.Errorf("netmodel: partitions: a packet from node %d to node %d arrives at %v (sent %v), inside the window that ended at %v: the window is longer than their latency", c.From, c.To, c.At, c.Sent, end)
 	}
 	n.pipe(c.From, c.To).push(c.P, c.At, c.Sent)
 	return nil

@@ -115,7 +115,7 @@ const (
 	listCellsHelp = "print the sweep's cells (after --shard) with their keys and estimated wall time and memory, and exit"
 	networkHelp   = "network the cells run on: uplink (uplink's own model) or simnet (go-libp2p's simnet, github.com/marcopolo/simnet, the study's harness network: QUIC only, the harness profile's network knobs, no --qdisc-file, no --setup-quantum; its records list what it does not model)"
 	// setupQuantumHelp describes --setup-quantum.
-	partitionsHelp   = "split each cell's nodes over this many partitions, each on a core of its own, advancing in lock-step windows of the smallest one-way latency between them (docs/model.md, Partitions); 1: one bubble. Part of the cell key and recorded as partitions"
+	partitionsHelp   = "split each cell's nodes over this many partitions, each on a core of its own, advancing in lock-step windows 1ns under the smallest one-way latency between them (docs/model.md, Partitions); 1: one bubble. Part of the cell key and recorded as partitions"
 	setupQuantumHelp = "fidelity setting: during setup (hosts, dial, mesh formation) real code sees the network only at multiples of this, e.g. 1ms, so setup runs on --setup-procs cores; every latency seen in setup is rounded up to it; 0 keeps setup exact. Recorded as setup_quantum_s"
 )
 

@@ -18,9 +18,17 @@ import (
 // its own event core, its part of the network model (its nodes' paths,
 // sockets and the pipes that end at them), and its nodes' hosts, routers
 // and tracers, in a synctest bubble of its own; the partitions advance in
-// lock-step windows of the smallest one-way latency between two nodes of
-// different partitions (netmodel.MinCrossLatency), so no packet is delayed
-// or rounded by the split (des, "Partitions").
+// lock-step windows 1ns shorter than the smallest one-way latency between
+// two nodes of different partitions (netmodel.MinCrossLatency), so no
+// packet is delayed or rounded by the split (des, "Partitions").
+//
+// A window's last instant. The answer to a question (below) wakes the
+// drivers at a window's last instant, after the crossings have been
+// swapped, and what a driver sends then (the mesh's first messages once
+// the dial is over, say) may leave its uplink at that instant: Shadow's
+// token bucket lets a packet through at once. It crosses at the next
+// window's end; with windows 1ns under the smallest latency it still
+// arrives after that end, at its exact instant (TestSplitCellShadow).
 //
 // Every partition runs the same phases on its own nodes. Where a phase
 // reads the whole cell (a poll of the meshes, the view at the publish,
@@ -208,11 +216,12 @@ func RunSplit(cfg Config, enter func(k int, body func(part int) error) error) (*
 	if err != nil {
 		return nil, fmt.Errorf("cell: partitions: %w", err)
 	}
-	w := netmodel.MinCrossLatency(draw.LatencyModel(), split)
-	if w < 2 {
-		return nil, fmt.Errorf("cell: partitions: the smallest one-way latency between nodes of different partitions is %v; partitions need at least 2ns", w)
+	least := netmodel.MinCrossLatency(draw.LatencyModel(), split)
+	if least < 3 {
+		return nil, fmt.Errorf("cell: partitions: the smallest one-way latency between nodes of different partitions is %v; partitions need at least 3ns", least)
 	}
-	cfg.logf("cell seed %d: %d partitions of %d nodes, windows of %v (the smallest latency between partitions)", cfg.Seed, split.K, draw.N, w.Duration())
+	w := least - 1 // "A window's last instant", above
+	cfg.logf("cell seed %d: %d partitions of %d nodes, windows of %v (1ns under the smallest latency between partitions)", cfg.Seed, split.K, draw.N, w.Duration())
 	peers := make([]peer.ID, draw.N)
 	for i := range peers {
 		key, err := hostKey(cfg.Seed, i)
