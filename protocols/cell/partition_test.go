@@ -194,11 +194,11 @@ func TestSplitCellShadow(t *testing.T) {
 			p, err := LookupProfile("shadow")
 			require.NoError(t, err)
 			cfg.Profile, cfg.SetupQuantum, cfg.Degree = p, des.Millisecond, 19
-			d := cfg
+			d := cfg // with the defaults RunSplit draws the topology from
 			d.Defaults()
 			draw, err := netmodel.NewDraw(d.N, d.Degree, d.Seed, d.Latency, d.Net)
 			require.NoError(t, err)
-			split, err := netmodel.BalancedSplit(cfg.N, k, cfg.Seed)
+			split, err := netmodel.BalancedSplit(d.N, k, d.Seed)
 			require.NoError(t, err)
 			least := netmodel.MinCrossLatency(draw.LatencyModel(), split)
 			rec, err := RunSplit(cfg, enterBubbles(t))
