@@ -53,10 +53,12 @@ type ShardPlan struct {
 var outFlags = map[string]string{"run": "--out", "validate": "--cache"}
 
 // NewPlan splits cfgs, the cells of command (run or validate and its
-// flags), into shards (Shard), parallel of them run at once. binary, dir
-// and workDir must be absolute; dir is written into #SBATCH lines, so it
-// may hold no whitespace, quote, backslash or %.
-func NewPlan(binary string, command []string, dir, workDir string, cfgs []cell.Config, shards, parallel int) (*Plan, error) {
+// flags), into shards (Shard), parallel of them run at once, each cell
+// costed by cost (nil: EstimateCost; a sweep under a soft memory limit
+// passes one whose peak is LimitedPeak's). binary, dir and workDir must
+// be absolute; dir is written into #SBATCH lines, so it may hold no
+// whitespace, quote, backslash or %.
+func NewPlan(binary string, command []string, dir, workDir string, cfgs []cell.Config, cost func(cell.Config) Cost, shards, parallel int) (*Plan, error) {
 	switch {
 	case len(command) == 0 || outFlags[command[0]] == "":
 		return nil, fmt.Errorf("the sweep's command line must start with run or validate, not %q", strings.Join(command, " "))
@@ -75,15 +77,18 @@ func NewPlan(binary string, command []string, dir, workDir string, cfgs []cell.C
 	if strings.ContainsAny(dir, " \t\r\n'\"\\%") {
 		return nil, fmt.Errorf("the sweep's folder %q holds whitespace, a quote, a backslash or %%, which #SBATCH --output cannot take", dir)
 	}
+	if cost == nil {
+		cost = EstimateCost
+	}
 	p := &Plan{Binary: binary, Command: slices.Clone(command), Dir: filepath.Clean(dir), WorkDir: workDir,
 		Shards: shards, Parallel: min(parallel, shards), Cells: len(cfgs)}
 	for i := range shards {
 		sp := ShardPlan{Index: i, Keys: []string{}}
 		for _, c := range Shard(cfgs, i, shards) {
-			cost := EstimateCost(c)
+			cc := cost(c)
 			sp.Keys = append(sp.Keys, c.Key())
-			sp.WallS += cost.Wall.Seconds()
-			sp.RSSBytes = max(sp.RSSBytes, cost.RSS)
+			sp.WallS += cc.Wall.Seconds()
+			sp.RSSBytes = max(sp.RSSBytes, cc.RSS)
 		}
 		p.ShardPlans = append(p.ShardPlans, sp)
 	}

@@ -39,7 +39,7 @@ var runCommand = []string{"run", "--nodes", "12", "--knob", "x=it's a b", "--see
 // shard plus 10 minutes in whole minutes.
 func TestPlan(t *testing.T) {
 	cells := slurmCells(t)
-	p, err := NewPlan("/opt/uplink", runCommand, "/data/sweep-1/", "/home/u", cells, 3, 2)
+	p, err := NewPlan("/opt/uplink", runCommand, "/data/sweep-1/", "/home/u", cells, nil, 3, 2)
 	require.NoError(t, err)
 	require.Equal(t, "/data/sweep-1", p.Dir)
 	require.Equal(t, 3, p.Shards)
@@ -95,10 +95,10 @@ func TestPlan(t *testing.T) {
 		{runCommand, "/my sweep", 2, 1, "#SBATCH --output"},
 		{runCommand, "/d/50%", 2, 1, "#SBATCH --output"},
 	} {
-		_, err := NewPlan("/opt/uplink", c.command, c.dir, "/w", cells, c.shards, c.parallel)
+		_, err := NewPlan("/opt/uplink", c.command, c.dir, "/w", cells, nil, c.shards, c.parallel)
 		require.ErrorContains(t, err, c.want, "%v", c)
 	}
-	_, err = NewPlan("/opt/uplink", runCommand, "/d", "/w", nil, 1, 1)
+	_, err = NewPlan("/opt/uplink", runCommand, "/d", "/w", nil, nil, 1, 1)
 	require.ErrorContains(t, err, "plans no cell")
 }
 
@@ -111,7 +111,7 @@ func TestArrayScript(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fake uplink")
 	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\"\nexit 3\n"), 0o755))
-	p, err := NewPlan(bin, runCommand, filepath.Join(dir, "sweep"), dir, slurmCells(t), 3, 2)
+	p, err := NewPlan(bin, runCommand, filepath.Join(dir, "sweep"), dir, slurmCells(t), nil, 3, 2)
 	require.NoError(t, err)
 	script := p.ArrayScript()
 	lines := strings.Split(script, "\n")
@@ -132,7 +132,7 @@ func TestArrayScript(t *testing.T) {
 	// A split cell asks for a CPU per partition.
 	split := slurmCells(t)
 	split[1].Partitions = 4
-	ps, err := NewPlan(bin, runCommand, filepath.Join(dir, "sweep"), dir, split, 3, 2)
+	ps, err := NewPlan(bin, runCommand, filepath.Join(dir, "sweep"), dir, split, nil, 3, 2)
 	require.NoError(t, err)
 	require.Equal(t, 4, ps.TaskCPUs)
 	require.Contains(t, strings.Split(ps.ArrayScript(), "\n"), "#SBATCH --cpus-per-task=4")
@@ -161,7 +161,7 @@ func TestArrayScript(t *testing.T) {
 	require.Equal(t, TaskLog{Ended: true, Exit: 3}, ParseTaskLog(stderr.String()))
 
 	// validate keeps its records in its --cache and always skips them.
-	v, err := NewPlan("/opt/uplink", []string{"validate", "--table", "appendix_d_home"}, "/d", "/w", slurmCells(t), 4, 9)
+	v, err := NewPlan("/opt/uplink", []string{"validate", "--table", "appendix_d_home"}, "/d", "/w", slurmCells(t), nil, 4, 9)
 	require.NoError(t, err)
 	require.Equal(t, 4, v.Parallel)
 	vs := v.ArrayScript()
@@ -174,7 +174,7 @@ func TestArrayScript(t *testing.T) {
 // TestMergeScript: merge.sbatch merges every shard's records into
 // merged.jsonl and checks it; the submit commands chain it to the array.
 func TestMergeScript(t *testing.T) {
-	p, err := NewPlan("/opt/uplink", runCommand, "/data/s", "/w", slurmCells(t), 3, 2)
+	p, err := NewPlan("/opt/uplink", runCommand, "/data/s", "/w", slurmCells(t), nil, 3, 2)
 	require.NoError(t, err)
 	lines := strings.Split(p.MergeScript(), "\n")
 	for _, want := range []string{
@@ -198,7 +198,7 @@ func TestMergeScript(t *testing.T) {
 // task's memory and running the task's command line with its completion
 // index; its volume an emptyDir, or the claim named.
 func TestK8sJob(t *testing.T) {
-	p, err := NewPlan("/opt/uplink", runCommand, "/data/s", "/w", slurmCells(t), 3, 2)
+	p, err := NewPlan("/opt/uplink", runCommand, "/data/s", "/w", slurmCells(t), nil, 3, 2)
 	require.NoError(t, err)
 	type job struct {
 		APIVersion string `yaml:"apiVersion"`

@@ -122,12 +122,12 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 }
 
 // shardCells applies --shard to a sweep's cells and, with list, prints
-// them with their keys and estimated cost (and reports true: the caller
-// stops there). With a plan it hands the plan every cell of the sweep
-// instead, and reports true.
+// them with their keys and estimated cost (sh.costFunc; and reports true:
+// the caller stops there). With a plan it hands the plan every cell of
+// the sweep and their cost instead, and reports true.
 func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Config, bool, error) {
 	if sh.plan != nil {
-		sh.plan.cells = cfgs
+		sh.plan.cells, sh.plan.cost = cfgs, sh.costFunc()
 		return nil, true, nil
 	}
 	if sh.shard != "" {
@@ -142,13 +142,14 @@ func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Conf
 	}
 	fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5s  %6s  %8s  %8s  %7s  %s\n", "key", "arm", "transport", "profile", "seed", "nodes", "payload", "wall s", "RSS GiB", "warm-up")
 	var wall float64
+	costOf := sh.costFunc()
 	for _, c := range cfgs {
-		cost := sweep.EstimateCost(c)
+		cost := costOf(c)
 		n, _ := c.Size()
 		wall += cost.Wall.Seconds()
 		fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5d  %6d  %8d  %8.0f  %7.1f  %s\n", c.Key(), cmp.Or(c.Arm, "whole"), cmp.Or(c.Transport, "quic"),
 			c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30), cmp.Or(c.Warmup.String(), "-"))
 	}
-	fmt.Fprintf(stdout, "%d cells, about %.0f s of one core (sweep.EstimateCost)\n", len(cfgs), wall)
+	fmt.Fprintf(stdout, "%d cells, about %.0f s of one core (sweep.EstimateCost, learnt from the records the sweep holds; RSS under --memlimit: sweep.LimitedPeak)\n", len(cfgs), wall)
 	return cfgs, true, nil
 }

@@ -254,7 +254,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
-	jobsList, listed, err := shardCells(jobsList, shardOpts{set.shard, set.listCells, sp}, stdout)
+	jobsList, listed, err := shardCells(jobsList, shardOpts{shard: set.shard, list: set.listCells, plan: sp, limit: set.mem.limit}, stdout)
 	if err != nil || listed {
 		return err
 	}

@@ -44,6 +44,9 @@ Flags:
 type sweepPlan struct {
 	flags *pflag.FlagSet
 	cells []cell.Config // the whole sweep, before --shard
+	// cost is each cell's cost as the sweep itself would plan it: learnt
+	// from the records it holds, its peak under --memlimit.
+	cost func(cell.Config) sweep.Cost
 }
 
 // slurmRefused are the flags of run and validate that uplink slurm sets
@@ -247,7 +250,7 @@ func planSweep(command []string, binary, dir string, shards, parallel int, stdou
 	if err != nil {
 		return nil, fmt.Errorf("slurm: the working folder: %w", err)
 	}
-	p, err := sweep.NewPlan(binary, command, dir, wd, sp.cells, shards, parallel)
+	p, err := sweep.NewPlan(binary, command, dir, wd, sp.cells, sp.cost, shards, parallel)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("slurm: %w", err)}
 	}

@@ -103,6 +103,33 @@ func TestSlurmPlan(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(kdir, "array.sbatch"))
 }
 
+// TestSlurmPlanMemLimit: under --memlimit each task asks for the peak the
+// sweep itself plans for its largest cell (sweep.LimitedPeak: the limit
+// plus a quarter, plus the plan's 10 %), not the cell's unlimited
+// estimate, and --list-cells shows the same peak.
+func TestSlurmPlanMemLimit(t *testing.T) {
+	big := []string{"run", "--nodes", "2000", "--degree", "70", "--payload", "1MiB", "--profile", "harness", "--seeds", "7"}
+	var out, errb bytes.Buffer
+	plan := func(extra ...string) *sweep.Plan {
+		dir := filepath.Join(t.TempDir(), "sweep")
+		args := append(append([]string{"slurm", "--dir", dir, "--shards", "1", "--"}, big...), extra...)
+		require.Equal(t, 0, run(args, &out, &errb), errb.String())
+		return readTestPlan(t, dir)
+	}
+	unlimited := plan()
+	const limit = 17 << 30
+	require.Greater(t, unlimited.ShardPlans[0].RSSBytes, int64(limit+limit/4), "the whole message at 2 000 nodes is estimated over 21.25 GiB")
+	limited := plan("--memlimit", "17GiB")
+	require.Equal(t, int64(limit+limit/4), limited.ShardPlans[0].RSSBytes)
+	require.Equal(t, int64(23936), limited.TaskMemMiB, "21.25 GiB plus 10 %, in MiB rounded up to 10 MiB")
+	require.Less(t, limited.TaskMemMiB, unlimited.TaskMemMiB)
+	require.Equal(t, unlimited.ShardPlans[0].WallS, limited.ShardPlans[0].WallS)
+
+	out.Reset()
+	require.Equal(t, 0, run(append(big, "--memlimit", "17GiB", "--list-cells"), &out, &errb), errb.String())
+	require.Contains(t, out.String(), " 21.2  -\n", "the listed RSS is the limited peak, in GiB")
+}
+
 // TestSlurmUsageErrors: uplink slurm refuses a bad command line, and the
 // sweep's flags it sets itself or that run no cell.
 func TestSlurmUsageErrors(t *testing.T) {

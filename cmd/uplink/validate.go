@@ -132,7 +132,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		if err := checkExport(*export, *cache); err != nil {
 			return err
 		}
-		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *answerOnly, *cache, *reuse, *reportDir, *export, shardOpts{set.shard, set.listCells, sp}, check, runner, stdout, stderr)
+		return runStudy(*study, o, *fresh, *anyVersion, *cachedOnly, *dryRun, *answerOnly, *cache, *reuse, *reportDir, *export, shardOpts{shard: set.shard, list: set.listCells, plan: sp, limit: set.mem.limit}, check, runner, stdout, stderr)
 	}
 	plan, err := validate.PlanTable(*table, o)
 	if err != nil {
@@ -156,7 +156,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	for _, c := range plan.Cells {
 		groups = append(groups, c.Configs)
 	}
-	all, todo, listed, err := sweepRuns(groups, records, shardOpts{set.shard, set.listCells, sp}, stdout)
+	all, todo, listed, err := sweepRuns(groups, records, shardOpts{shard: set.shard, list: set.listCells, plan: sp, limit: set.mem.limit}, stdout)
 	if err != nil || listed {
 		return err
 	}
@@ -607,6 +607,23 @@ type shardOpts struct {
 	shard string
 	list  bool
 	plan  *sweepPlan
+	// limit is the cells' soft memory limit (bytes, 0 for none) and known
+	// the records the sweep holds, which the listed and planned costs
+	// follow (costFunc).
+	limit int64
+	known []*cell.Record
+}
+
+// costFunc is a cell's cost as the sweep plans it: sweep.Estimator on the
+// committed table and sh.known, its peak memory sweep.LimitedPeak's under
+// sh.limit.
+func (sh shardOpts) costFunc() func(cell.Config) sweep.Cost {
+	e := sweep.NewEstimator(sh.known)
+	return func(c cell.Config) sweep.Cost {
+		cost := e.Cost(c)
+		cost.RSS = sweep.LimitedPeak(cost.RSS, sh.limit)
+		return cost
+	}
 }
 
 // sweepRuns lists a plan's distinct cells (by key, in plan order) that
@@ -623,6 +640,7 @@ func sweepRuns(groups [][]cell.Config, records map[string]*cell.Record, sh shard
 			}
 		}
 	}
+	sh.known = slices.AppendSeq(sh.known, maps.Values(records))
 	if all, listed, err = shardCells(all, sh, stdout); err != nil || listed {
 		return all, nil, listed, err
 	}

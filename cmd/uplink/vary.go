@@ -164,7 +164,7 @@ func runVary(specs []string, v varyRun, stdout, stderr io.Writer) error {
 	o.out = v.out
 	g := gridPlan{axes: axes, profiles: profiles, arms: v.arms, nodes: v.nodes, payload: v.payload, seeds: v.set.seeds,
 		transport: v.transport, base: v.base, knobs: knobs}
-	return runGrid(g, done, shardOpts{v.set.shard, v.set.listCells, v.sp}, v.set, o, stdout, stderr)
+	return runGrid(g, done, shardOpts{shard: v.set.shard, list: v.set.listCells, plan: v.sp, limit: v.set.mem.limit}, v.set, o, stdout, stderr)
 }
 
 // gridPlan is a --vary run: the settings run and compared, one study per
