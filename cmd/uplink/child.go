@@ -272,7 +272,8 @@ func runChild(ctx context.Context, self string, c cell.Config, env, args []strin
 		rec.MaxRSSKB = ru.Maxrss
 	}
 	rec.HugePages = hugePageMode()
-	rec.GOGC = envGOGC(env)
+	rec.GOGC = envInt(env, "GOGC")
+	rec.GOMAXPROCS = envInt(env, "GOMAXPROCS")
 	rec.MemLimit = envMemLimit(env)
 	rec.Host = thisHost()
 	return &rec, nil
@@ -316,11 +317,11 @@ func envMemLimit(env []string) int64 {
 	return 0
 }
 
-// envGOGC is the GOGC an environment sets (its last GOGC=), 0 where it
-// sets none or not a percentage.
-func envGOGC(env []string) int {
+// envInt is the positive integer an environment sets for name (its last
+// name=), 0 where it sets none or not a positive integer (GOGC=off).
+func envInt(env []string, name string) int {
 	for _, kv := range slices.Backward(env) {
-		if v, ok := strings.CutPrefix(kv, "GOGC="); ok {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
 			if g, err := strconv.Atoi(v); err == nil && g > 0 {
 				return g
 			}

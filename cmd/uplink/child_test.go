@@ -182,13 +182,16 @@ func TestBracketed(t *testing.T) {
 	require.Equal(t, "", bracketed(""))
 }
 
-// TestEnvGOGC: the GOGC an environment sets, the last one winning; none,
-// or one the collector reads as off, is 0.
-func TestEnvGOGC(t *testing.T) {
-	require.Equal(t, 100, envGOGC([]string{"HOME=/x", "GOGC=400", "GOMAXPROCS=1", "GOGC=100"}))
-	require.Equal(t, 0, envGOGC([]string{"HOME=/x"}))
-	require.Equal(t, 0, envGOGC([]string{"GOGC=off"}))
-	require.Equal(t, 0, envGOGC(nil))
+// TestEnvInt: the GOGC or GOMAXPROCS an environment sets, the last one
+// winning; none, or not a positive integer, is 0.
+func TestEnvInt(t *testing.T) {
+	env := []string{"HOME=/x", "GOGC=400", "GOMAXPROCS=1", "GOGC=100"}
+	require.Equal(t, 100, envInt(env, "GOGC"))
+	require.Equal(t, 1, envInt(env, "GOMAXPROCS"))
+	require.Equal(t, 0, envInt([]string{"HOME=/x"}, "GOGC"))
+	require.Equal(t, 0, envInt([]string{"GOGC=off"}, "GOGC"))
+	require.Equal(t, 0, envInt([]string{"GOMAXPROCS=0"}, "GOMAXPROCS"))
+	require.Equal(t, 0, envInt(nil, "GOGC"))
 }
 
 // TestEnvMemLimit: the soft memory limit an environment sets, in bytes,

@@ -135,12 +135,13 @@ func TestRunWritesRecords(t *testing.T) {
 			Gossip    map[string]string `json:"gossip"`
 			MaxRSSKB  int64             `json:"max_rss_kb"`
 			GOGC      int               `json:"gogc"`
+			Procs     int               `json:"gomaxprocs"`
 		}
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("record %q: %v", l, err)
 		}
 		seeds[r.Seed] = true
-		if r.Total != 9 || r.Completed != 9 || r.Knobs["settle"] != "1" || r.Gossip["Dlazy"] != "0" || r.MaxRSSKB <= 0 || r.GOGC != 100 {
+		if r.Total != 9 || r.Completed != 9 || r.Knobs["settle"] != "1" || r.Gossip["Dlazy"] != "0" || r.MaxRSSKB <= 0 || r.GOGC != 100 || r.Procs != 1 {
 			t.Fatalf("record: %+v", r)
 		}
 	}

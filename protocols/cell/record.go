@@ -178,6 +178,11 @@ type Record struct {
 	// GOGC is the collector's setting in the process that ran the cell (0
 	// where unknown): a lower one holds less memory for more CPU.
 	GOGC int `json:"gogc,omitempty"`
+	// GOMAXPROCS is the process's GOMAXPROCS while the mesh forms and
+	// the message is delivered (--gomaxprocs; 0 where unknown): with a
+	// second core a cell near its soft memory limit collects beside the
+	// simulation instead of in turn with it.
+	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
 	// MemLimit is the soft memory limit (GOMEMLIMIT, --memlimit) of the
 	// process that ran the cell, in bytes; 0 where it had none or where
 	// unknown. Near it the collector works harder and holds the peak
