@@ -64,6 +64,19 @@ type Resource struct {
 type HostCells struct {
 	Host  string `json:"host"`
 	Cells int    `json:"cells"`
+	// CPUs is the machine's logical CPUs (cell.Host.CPUs).
+	CPUs int `json:"cpus,omitempty"`
+}
+
+// ReferenceCPUs is the CPUs of the machine the committed records were
+// made on, unless a record names another (a 2-core, 24 GiB machine): the
+// README's brief marks a wall time measured partly elsewhere.
+const ReferenceCPUs = 2
+
+// elsewhere reports whether some of r's cells ran on a machine with other
+// than ReferenceCPUs CPUs.
+func (r Resource) elsewhere() bool {
+	return slices.ContainsFunc(r.Hosts, func(h HostCells) bool { return h.CPUs != ReferenceCPUs })
 }
 
 // edges is the dial graph's edge count of the kind's cells.
@@ -82,6 +95,7 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 		rss, rssLimited, wall []float64
 		src                   []string
 		hosts                 map[string]int
+		hostCPUs              map[string]int
 	}
 	groups := map[Kind]*acc{}
 	// A run held by several files (a results folder reuses another's
@@ -116,9 +130,10 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 			g.wall = append(g.wall, r.WallS)
 			if r.Host != nil {
 				if g.hosts == nil {
-					g.hosts = map[string]int{}
+					g.hosts, g.hostCPUs = map[string]int{}, map[string]int{}
 				}
 				g.hosts[r.Host.String()]++
+				g.hostCPUs[r.Host.String()] = r.Host.CPUs
 			}
 		}
 	}
@@ -134,7 +149,7 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 			WallMaxS: round1(slices.Max(g.wall)), WallMedianS: round1(medianOf(g.wall)), Sources: g.src,
 			MemLimited: len(g.rssLimited)}
 		for _, h := range slices.Sorted(maps.Keys(g.hosts)) {
-			row.Hosts = append(row.Hosts, HostCells{Host: h, Cells: g.hosts[h]})
+			row.Hosts = append(row.Hosts, HostCells{Host: h, Cells: g.hosts[h], CPUs: g.hostCPUs[h]})
 		}
 		out = append(out, row)
 	}
@@ -267,7 +282,10 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 		nodes, degree int
 		family        string
 	}
-	type span struct{ rss, wallLo, wallHi float64 }
+	type span struct {
+		rss, wallLo, wallHi float64
+		elsewhere           bool // some cells ran on another machine
+	}
 	var rows []row
 	var cols []string
 	cells := map[row]map[string]*span{}
@@ -295,6 +313,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 			cells[k][col] = sp
 		}
 		sp.rss = max(sp.rss, r.RSSMaxMiB)
+		sp.elsewhere = sp.elsewhere || r.elsewhere()
 		sp.wallLo, sp.wallHi = min(sp.wallLo, r.WallMedianS), max(sp.wallHi, r.WallMedianS)
 		if !slices.Contains(cols, col) {
 			cols = append(cols, col)
@@ -310,6 +329,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 		b.WriteString(" " + c + " |")
 	}
 	b.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(cols)) + "\n")
+	marked := false
 	for _, k := range rows {
 		label := k.family
 		if n := len(armsOf[k]); k.family == "segmented arms" {
@@ -327,15 +347,31 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 			case !ok:
 				b.WriteString(" |")
 			case math.Round(sp.wallLo) == math.Round(sp.wallHi):
-				fmt.Fprintf(&b, " %.1f GiB, %.0f s |", sp.rss/1024, sp.wallHi)
+				fmt.Fprintf(&b, " %.1f GiB, %.0f s%s |", sp.rss/1024, sp.wallHi, mark(sp.elsewhere))
 			default:
-				fmt.Fprintf(&b, " %.1f GiB, %.0f–%.0f s |", sp.rss/1024, sp.wallLo, sp.wallHi)
+				fmt.Fprintf(&b, " %.1f GiB, %.0f–%.0f s%s |", sp.rss/1024, sp.wallLo, sp.wallHi, mark(sp.elsewhere))
 			}
+			marked = marked || ok && sp.elsewhere
 		}
 		b.WriteString("\n")
 	}
+	if marked {
+		fmt.Fprintf(&b, "\n%s some of the cells ran on a machine with other than %d CPUs (results/resources.md counts them): their wall times count in the figure.\n", elsewhereMark, ReferenceCPUs)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// elsewhereMark marks a brief's figure some of whose cells ran on another
+// machine.
+const elsewhereMark = "†"
+
+// mark is elsewhereMark when elsewhere, else "".
+func mark(elsewhere bool) string {
+	if elsewhere {
+		return elsewhereMark
+	}
+	return ""
 }
 
 // familyOrder puts the whole message's row of a size first.

@@ -102,7 +102,7 @@ func TestMeasureResourcesHostsAndLimits(t *testing.T) {
 	require.InDelta(t, 12*1024, c.RSSMaxMiB, 1e-9)
 	require.InDelta(t, 11.5*1024, c.RSSMedianMiB, 1e-9, "the limited peaks left out")
 	require.InDelta(t, 425, c.WallMedianS, 1e-9, "every run's wall time counts")
-	require.Equal(t, []HostCells{{Host: "16 CPUs, 125 GiB", Cells: 2}, {Host: "2 CPUs, 23 GiB", Cells: 1}}, c.Hosts)
+	require.Equal(t, []HostCells{{Host: "16 CPUs, 125 GiB", Cells: 2, CPUs: 16}, {Host: "2 CPUs, 23 GiB", Cells: 1, CPUs: 2}}, c.Hosts)
 
 	require.Contains(t, roundTripPage(t, got), "| 11.5, 12.0 | 425, 480 | n; 2 on 16 CPUs, 125 GiB; 1 on 2 CPUs, 23 GiB; 2 under a memory limit |")
 }
@@ -265,7 +265,9 @@ func TestEstimateCostFallsBack(t *testing.T) {
 // with its largest peak and median wall; the segmented arms share one row
 // per size with the largest peak of any of them and the range of their
 // medians (or the arm's name when it is the only one); kinds on another
-// network, encoding or with partitions are left out.
+// network, encoding or with partitions are left out. A figure some of
+// whose cells ran on a machine with other than ReferenceCPUs CPUs is
+// marked, with a note under the table.
 func TestWriteResourcesBrief(t *testing.T) {
 	recs := []*cell.Record{
 		resourceRecord(500, 70, "atuned_32k", "quic", "harness", 5<<20, 210),
@@ -285,6 +287,19 @@ func TestWriteResourcesBrief(t *testing.T) {
 | 250, 70 | atuned_32k | 3.0 GiB, 70 s | |
 | 500, 70 | whole message | 14.0 GiB, 630 s | |
 | 500, 70 | 2 segmented | 7.0 GiB, 210–270 s | 8.0 GiB, 190 s |
+`, b.String())
+
+	recs[1].Host = &cell.Host{CPUs: 16, MemGiB: 125}
+	recs[3].Host = &cell.Host{CPUs: ReferenceCPUs, MemGiB: 23.5}
+	b.Reset()
+	require.NoError(t, WriteResourcesBrief(&b, MeasureResources(recs, []string{"a", "a", "a", "a", "a", "a", "a"})))
+	require.Equal(t, `| nodes, degree | arms | harness QUIC | shadow TCP |
+| --- | --- | ---: | ---: |
+| 250, 70 | atuned_32k | 3.0 GiB, 70 s | |
+| 500, 70 | whole message | 14.0 GiB, 630 s | |
+| 500, 70 | 2 segmented | 7.0 GiB, 210–270 s† | 8.0 GiB, 190 s |
+
+† some of the cells ran on a machine with other than 2 CPUs (results/resources.md counts them): their wall times count in the figure.
 `, b.String())
 }
 
