@@ -149,7 +149,7 @@ func (c *commonFlags) register(g *flagGroups, d commonDefaults) {
 	perf.StringVar(&c.mem, "mem", "", memHelp)
 	perf.BoolVar(&c.skipOverMem, "skip-over-mem", false, "leave out the cells that need more than --mem alone, each named with its estimate (a table or study prints them as not run), instead of refusing the sweep")
 	perf.IntVar(&c.partitions, "partitions", 1, partitionsHelp)
-	perf.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell, or per partition, is fastest); 0: --partitions")
+	perf.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "GOMAXPROCS of each cell process during mesh formation and delivery (one core per cell, or per partition, is fastest, except for a cell pressing against --memlimit: there 2 lets the collector work on the second core, BENCHMARKS.md); 0: --partitions")
 	perf.IntVar(&c.setupProcs, "setup-procs", runtime.NumCPU(), "GOMAXPROCS of each cell process while it builds hosts and dials (TLS handshakes parallelise)")
 	perf.DurationVar(&c.setupQuantum, "setup-quantum", 0, setupQuantumHelp)
 	perf.IntVar(&c.gogc, "gogc", 100, "GOGC of each cell process: the memory estimates (results/resources.md) were measured at 100; 400 holds about a fifth more memory for no CPU saved, 25 about an eighth less for an eighth more CPU (BENCHMARKS.md)")
