@@ -356,7 +356,7 @@ func WriteResourcesBrief(w io.Writer, t []Resource) error {
 		b.WriteString("\n")
 	}
 	if marked {
-		fmt.Fprintf(&b, "\n%s some of the cells ran on a machine with other than %d CPUs (results/resources.md counts them): their wall times count in the figure.\n", elsewhereMark, ReferenceCPUs)
+		fmt.Fprintf(&b, "\n%s wall times partly measured on a machine with other than %d CPUs (results/resources.md).\n", elsewhereMark, ReferenceCPUs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

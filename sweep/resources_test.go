@@ -299,7 +299,7 @@ func TestWriteResourcesBrief(t *testing.T) {
 | 500, 70 | whole message | 14.0 GiB, 630 s | |
 | 500, 70 | 2 segmented | 7.0 GiB, 210–270 s† | 8.0 GiB, 190 s |
 
-† some of the cells ran on a machine with other than 2 CPUs (results/resources.md counts them): their wall times count in the figure.
+† wall times partly measured on a machine with other than 2 CPUs (results/resources.md).
 `, b.String())
 }
 
