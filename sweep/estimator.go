@@ -52,6 +52,14 @@ func (e *Estimator) Cost(c cell.Config) Cost {
 	return costFrom(e.table, c)
 }
 
+// PlannedCost is c's Cost with the peak a sweep plans for it under a soft
+// memory limit of limit bytes (0 for none; LimitedPeak).
+func (e *Estimator) PlannedCost(c cell.Config, limit int64) Cost {
+	cost := e.Cost(c)
+	cost.RSS = LimitedPeak(cost.RSS, limit)
+	return cost
+}
+
 // fold remakes e.table from the committed table and e.recs; e.mu held or
 // e not yet shared.
 func (e *Estimator) fold() {

@@ -94,8 +94,7 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 	type acc struct {
 		rss, rssLimited, wall []float64
 		src                   []string
-		hosts                 map[string]int
-		hostCPUs              map[string]int
+		hosts                 map[string]HostCells // by the host's words
 	}
 	groups := map[Kind]*acc{}
 	// A run held by several files (a results folder reuses another's
@@ -130,10 +129,10 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 			g.wall = append(g.wall, r.WallS)
 			if r.Host != nil {
 				if g.hosts == nil {
-					g.hosts, g.hostCPUs = map[string]int{}, map[string]int{}
+					g.hosts = map[string]HostCells{}
 				}
-				g.hosts[r.Host.String()]++
-				g.hostCPUs[r.Host.String()] = r.Host.CPUs
+				w := r.Host.String()
+				g.hosts[w] = HostCells{Host: w, Cells: g.hosts[w].Cells + 1, CPUs: r.Host.CPUs}
 			}
 		}
 	}
@@ -148,8 +147,8 @@ func MeasureResources(recs []*cell.Record, sources []string) []Resource {
 			RSSMaxMiB: round1(slices.Max(rss)), RSSMedianMiB: round1(medianOf(rss)),
 			WallMaxS: round1(slices.Max(g.wall)), WallMedianS: round1(medianOf(g.wall)), Sources: g.src,
 			MemLimited: len(g.rssLimited)}
-		for _, h := range slices.Sorted(maps.Keys(g.hosts)) {
-			row.Hosts = append(row.Hosts, HostCells{Host: h, Cells: g.hosts[h], CPUs: g.hostCPUs[h]})
+		for _, w := range slices.Sorted(maps.Keys(g.hosts)) {
+			row.Hosts = append(row.Hosts, g.hosts[w])
 		}
 		out = append(out, row)
 	}

@@ -143,7 +143,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 		}
 		for len(waiting) > 0 {
 			k, counted, ok := gate.admit(ctx, len(waiting), func(k int) int64 {
-				return sweep.LimitedPeak(estimator.Cost(cfgs[waiting[k]]).RSS, o.mem.limit)
+				return estimator.PlannedCost(cfgs[waiting[k]], o.mem.limit).RSS
 			})
 			if !ok {
 				wg.Wait()

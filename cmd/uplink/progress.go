@@ -78,8 +78,8 @@ func watchCell(w *cell.Watch, every time.Duration, out io.Writer) (stop func()) 
 func cellEstimates(cfgs []cell.Config, e *sweep.Estimator, limit int64) (wall []time.Duration, rss []int64) {
 	wall, rss = make([]time.Duration, len(cfgs)), make([]int64, len(cfgs))
 	for i, c := range cfgs {
-		cost := e.Cost(c)
-		wall[i], rss[i] = cost.Wall, sweep.LimitedPeak(cost.RSS, limit)
+		cost := e.PlannedCost(c, limit)
+		wall[i], rss[i] = cost.Wall, cost.RSS
 	}
 	return wall, rss
 }

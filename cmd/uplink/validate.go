@@ -619,11 +619,7 @@ type shardOpts struct {
 // sh.limit.
 func (sh shardOpts) costFunc() func(cell.Config) sweep.Cost {
 	e := sweep.NewEstimator(sh.known)
-	return func(c cell.Config) sweep.Cost {
-		cost := e.Cost(c)
-		cost.RSS = sweep.LimitedPeak(cost.RSS, sh.limit)
-		return cost
-	}
+	return func(c cell.Config) sweep.Cost { return e.PlannedCost(c, sh.limit) }
 }
 
 // sweepRuns lists a plan's distinct cells (by key, in plan order) that
