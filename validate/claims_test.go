@@ -248,6 +248,64 @@ func TestRerunSpread(t *testing.T) {
 	require.NotContains(t, ans, "The run-to-run spread is")
 }
 
+// TestPayloadSweepRerun: the payload sweep's rerun repeats its segmented
+// arms at 128 KiB, where their gaps to the whole message are smallest, as
+// the same cells under another key, and its spread is read against the
+// 128 KiB cells: reruns 1, 2, 2, 3 and 5 % off give 2 %, and every arm's
+// −50 % at 128 KiB is beyond three times it.
+func TestPayloadSweepRerun(t *testing.T) {
+	s, err := LookupStudy("payload-sweep")
+	require.NoError(t, err)
+	cells, err := s.Cells(20, seeds(7, 11), cell.Config{Gossip: cell.StudyGossip()})
+	require.NoError(t, err)
+	rerun := s.labelIndex(rerunLabel)
+	require.GreaterOrEqual(t, rerun, 0)
+	small := s.labelIndex("128 KiB")
+	at128 := map[string]cell.Config{}
+	for _, c := range cells {
+		if c.Variant == small {
+			at128[c.Arm.Name] = c.Configs[0]
+		}
+	}
+	off := []float64{1.01, 0.98, 1.02, 1.03, 0.95}
+	records := map[string]*cell.Record{}
+	reruns := 0
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			v := 1.0
+			switch {
+			case c.Arm.Name == "wholend":
+				v = 2
+			case c.Variant == rerun:
+				v = off[i]
+			}
+			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: &v}
+		}
+		if c.Variant != rerun {
+			continue
+		}
+		reruns++
+		require.NotEqual(t, "wholend", c.Arm.Name, "the whole message is the claims' reference, not rerun")
+		same := c.Configs[0]
+		require.Equal(t, 1, same.Replicate)
+		require.Equal(t, 128<<10, int(same.Payload))
+		require.NotEqual(t, at128[c.Arm.Name].Key(), same.Key())
+		same.Replicate = 0
+		require.Equal(t, at128[c.Arm.Name].Key(), same.Key(), "the rerun repeats the 128 KiB cell")
+	}
+	require.Equal(t, len(s.Arms)-1, reruns)
+	v, err := s.Judge(s.Claims[0], cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Supported, v.Verdict)
+	for _, a := range v.Arms {
+		require.NotNil(t, a.RerunSpread, a.Arm)
+		require.InDelta(t, 2, a.RerunSpread.Pct, 1e-9, a.Arm)
+	}
+	needs, known := v.NeedsAllSeeds()
+	require.True(t, known)
+	require.False(t, needs)
+}
+
 // TestClaimCells: the cells a study's answer reads are each claim's
 // variant and arms, what they are compared with, and the reruns with the
 // baseline cells they repeat (warm-gap's and pie's, by name); for every
