@@ -321,7 +321,7 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 		}
 		ref := c.Against
 		if ref == "" && c.AgainstArm == "" {
-			ref = s.Variants[s.baseOf(s.variantIndex(c.Variant))].Label
+			ref = s.Variants[s.baseOf(s.labelIndex(c.Variant))].Label
 		}
 		what := fmt.Sprintf("%s of %q against %q", stat, c.Variant, ref)
 		if c.AgainstArm != "" {
@@ -352,7 +352,8 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 	return b.String(), nil
 }
 
-// labelIndex is the index of the variant labelled label, or −1.
+// labelIndex is the index of the variant labelled label (labels are
+// unique), or −1 (whose baseOf is the first variant).
 func (s Study) labelIndex(label string) int {
 	return slices.IndexFunc(s.Variants, func(v Variant) bool { return v.Label == label })
 }

@@ -673,7 +673,7 @@ func (s Study) Reading(rows []StudyRow) string {
 			moved++
 			against := ""
 			if s.bases() {
-				against = fmt.Sprintf(" against %q", s.Variants[s.baseOf(s.variantIndex(r.Variant))].Label)
+				against = fmt.Sprintf(" against %q", s.Variants[s.baseOf(s.labelIndex(r.Variant))].Label)
 			}
 			parts = append(parts, fmt.Sprintf("%s under %q%s: %s %s [%s, %s] on every seed", r.Arm, r.Variant, against, st,
 				FormatDiff(p.Median), FormatDiff(p.Lo), FormatDiff(p.Hi)))
@@ -850,17 +850,6 @@ func FormatCount(n float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0f", n)
-}
-
-// variantIndex is the index of the variant labelled label (labels are
-// unique), or 0.
-func (s Study) variantIndex(label string) int {
-	for i, v := range s.Variants {
-		if v.Label == label {
-			return i
-		}
-	}
-	return 0
 }
 
 // harnessVsSimnet is the harness profile against the network it stands
