@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/uplinksim/uplink/internal/figure"
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -33,8 +34,9 @@ func WriteReport(dir string, p *Plan, records map[string]*cell.Record) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	// Every file is written into a temporary folder beside the report's
-	// files and renamed into place only once all are written: a failure
-	// leaves no partial file, and none at all unless a rename fails.
+	// files and put in place (outfile.Install) only once all are written:
+	// a failure leaves no partial file, and none at all unless putting one
+	// in place fails.
 	tmp, err := os.MkdirTemp(dir, ".report-")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -56,7 +58,7 @@ func WriteReport(dir string, p *Plan, records map[string]*cell.Record) error {
 		names = append(names, name)
 	}
 	for _, name := range names {
-		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); err != nil {
+		if err := outfile.Install(filepath.Join(tmp, name), filepath.Join(dir, name), outfile.Replace); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}

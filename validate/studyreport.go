@@ -2,11 +2,13 @@ package validate
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -14,24 +16,16 @@ import (
 // from records (the median and range across seeds of p50, the median p99,
 // and the paired per-seed differences from the baseline of p50 and of
 // p99, each with the seeds' range) and its reading. The file is written
-// beside its final name and renamed into place.
+// through package outfile.
 func WriteStudyReport(dir string, s Study, cells []StudyCell, records map[string]*cell.Record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".report-*.md")
+	err := outfile.WriteFile(filepath.Join(dir, "report.md"), outfile.Replace, func(w io.Writer) error {
+		_, err := io.WriteString(w, studyMarkdown(s, cells, records))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(studyMarkdown(s, cells, records)); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, "report.md")); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil

@@ -451,12 +451,12 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	if path == "" {
 		return func() error { return nil }, nil
 	}
-	f, err := createAtomic(path)
+	f, err := createOutput(path)
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.discard()
+		f.Discard()
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	var once sync.Once
@@ -464,7 +464,7 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	return func() error {
 		once.Do(func() {
 			pprof.StopCPUProfile()
-			if err := f.commit(); err != nil {
+			if err := f.Commit(); err != nil {
 				stopErr = fmt.Errorf("--cpuprofile: %w", err)
 			}
 		})

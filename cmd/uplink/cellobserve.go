@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/uplinksim/uplink/internal/figure"
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -155,8 +156,8 @@ func writeCellPlot(dir string, rec *cell.Record) error {
 		}
 	}
 	for _, ext := range []string{".svg", ".png"} {
-		if err := os.Rename(filepath.Join(tmp, "completion-cdf"+ext), filepath.Join(dir, "completion-cdf"+ext)); err != nil {
-			return pathErrCause(err)
+		if err := outfile.Install(filepath.Join(tmp, "completion-cdf"+ext), filepath.Join(dir, "completion-cdf"+ext), outfile.Replace); err != nil {
+			return err
 		}
 	}
 	return nil

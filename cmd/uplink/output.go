@@ -2,88 +2,30 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/uplinksim/uplink/internal/outfile"
 )
 
-// Output files: reports, exports and profiles are written under a
-// temporary name in their folder and renamed into place once complete, so
-// a failed or interrupted write never leaves a partial file under the real
-// name; records files are appended one whole line per write.
+// Output files (reports, exports, profiles, captures, traces, merged
+// records) go through package outfile: written beside their name and
+// moved into place once complete, through a symbolic link to its target,
+// in place on a device or pipe, and never over what is not a regular
+// file. Records files are appended one whole line per write
+// (openRecordFile).
 
-// atomicFile is a file being written under a temporary name next to path.
-// It records the first write error, so a writer that drops errors (the CPU
-// profiler's) cannot hide one: commit returns it.
-type atomicFile struct {
-	path string
-	f    *os.File
-	err  error
-}
-
-// createAtomic starts writing path under a temporary name in its folder.
-func createAtomic(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, fmt.Errorf("cannot create %s: %w", path, pathErrCause(err))
-	}
-	return &atomicFile{path: path, f: f}, nil
-}
-
-func (a *atomicFile) Write(p []byte) (int, error) {
-	if a.err != nil {
-		return 0, a.err
-	}
-	n, err := a.f.Write(p)
-	if err != nil {
-		a.err = err
-	}
-	return n, err
-}
-
-// commit syncs and closes the temporary file and renames it to the real
-// path; on any error it removes the temporary file and returns the error.
-func (a *atomicFile) commit() error {
-	err := a.err
-	if err == nil {
-		err = a.f.Chmod(0o644) // CreateTemp makes 0600
-	}
-	if err == nil {
-		err = a.f.Sync()
-	}
-	if cerr := a.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(a.f.Name(), a.path)
-	}
-	if err != nil {
-		os.Remove(a.f.Name())
-		return fmt.Errorf("writing %s: %w", a.path, pathErrCause(err))
-	}
-	return nil
-}
-
-// discard closes and removes the temporary file.
-func (a *atomicFile) discard() {
-	a.f.Close()
-	os.Remove(a.f.Name())
-}
-
-// writeFileAtomic writes path with write, through a temporary file renamed
-// into place on success and removed on failure.
+// writeFileAtomic writes path with write (outfile.WriteFile, replacing a
+// regular file there: the user named the path as an output).
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	a, err := createAtomic(path)
-	if err != nil {
-		return err
-	}
-	if err := write(a); err != nil {
-		a.discard()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return a.commit()
+	return outfile.WriteFile(path, outfile.Replace, write)
+}
+
+// createOutput starts writing path (outfile.Create, replacing a regular
+// file there).
+func createOutput(path string) (*outfile.File, error) {
+	return outfile.Create(path, outfile.Replace)
 }
 
 // pathErrCause strips the path from a *fs.PathError or *os.LinkError

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/uplinksim/uplink/internal/figure"
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/bulk"
 )
 
@@ -28,7 +29,7 @@ var plotPalette = []color.Color{
 // in packets at every sample), throughput (the sender's uplink in Mbit/s
 // per interval, with the link rate as reference) and, for TCP, cwnd (each
 // flow's window). The files are written into a temporary folder in dir
-// and renamed into place once all are written.
+// and put in place (outfile.Install) once all are written.
 func writeBulkPlots(dir string, res bulk.Result, obs *observeFiles) error {
 	tmp, err := os.MkdirTemp(dir, ".plot-")
 	if err != nil {
@@ -80,8 +81,8 @@ func writeBulkPlots(dir string, res bulk.Result, obs *observeFiles) error {
 		}
 	}
 	for _, f := range files {
-		if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
-			return pathErrCause(err)
+		if err := outfile.Install(filepath.Join(tmp, f), filepath.Join(dir, f), outfile.Replace); err != nil {
+			return err
 		}
 	}
 	return nil

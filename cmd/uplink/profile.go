@@ -8,6 +8,8 @@ import (
 	"runtime/pprof"
 	"sync"
 	"time"
+
+	"github.com/uplinksim/uplink/internal/outfile"
 )
 
 // phaseProfiler writes one CPU profile per phase of a cell, and the heap
@@ -27,14 +29,14 @@ import (
 // the cell inside the bubble, hands each switch to a goroutine started here
 // and waits for it.
 func phaseProfiler(prefix string) (hook func(phase string), stop func() error, err error) {
-	probe, err := createAtomic(prefix + "-hosts.cpu.prof")
+	probe, err := createOutput(prefix + "-hosts.cpu.prof")
 	if err != nil {
 		return nil, nil, err
 	}
-	probe.discard()
+	probe.Discard()
 	req := make(chan string)
 	ack := make(chan struct{})
-	var cur *atomicFile
+	var cur *outfile.File
 	var stopPeak func() error
 	var firstErr error // written by the goroutine only; read after ack closes
 	fail := func(err error) {
@@ -45,7 +47,7 @@ func phaseProfiler(prefix string) (hook func(phase string), stop func() error, e
 	end := func() {
 		if cur != nil {
 			pprof.StopCPUProfile()
-			if err := cur.commit(); err != nil {
+			if err := cur.Commit(); err != nil {
 				fail(fmt.Errorf("cpu profile: %w", err))
 			}
 			cur = nil
@@ -90,19 +92,19 @@ func phaseProfiler(prefix string) (hook func(phase string), stop func() error, e
 
 // switchProfile writes the heap when the teardown starts, then starts the
 // CPU profile of phase.
-func switchProfile(prefix, phase string, cur **atomicFile) error {
+func switchProfile(prefix, phase string, cur **outfile.File) error {
 	if phase == "teardown" {
 		runtime.GC() // the heap profile shows the live heap as of the last GC
 		if err := writeHeap(prefix + "-delivery.heap.prof"); err != nil {
 			return err
 		}
 	}
-	f, err := createAtomic(prefix + "-" + phase + ".cpu.prof")
+	f, err := createOutput(prefix + "-" + phase + ".cpu.prof")
 	if err != nil {
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.discard()
+		f.Discard()
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	*cur = f

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/uplinksim/uplink/des"
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/bulk"
 )
 
@@ -187,7 +188,7 @@ func parseNodeList(flag, s string, n int) ([]int, error) {
 // written under temporary names and renamed into place once the run
 // succeeded; the in-memory copies feed --plot.
 type observeFiles struct {
-	files               []*atomicFile
+	files               []*outfile.File
 	queues, nodes, flow bytes.Buffer
 }
 
@@ -228,8 +229,8 @@ func (o *observeFiles) install(plan observePlan, cfg *bulk.Config) error {
 	return nil
 }
 
-func (o *observeFiles) create(flag, path string) (*atomicFile, error) {
-	a, err := createAtomic(path)
+func (o *observeFiles) create(flag, path string) (*outfile.File, error) {
+	a, err := createOutput(path)
 	if err != nil {
 		o.discard()
 		return nil, fmt.Errorf("--%s: %w", flag, err)
@@ -242,7 +243,7 @@ func (o *observeFiles) create(flag, path string) (*atomicFile, error) {
 func (o *observeFiles) commit() error {
 	var first error
 	for _, f := range o.files {
-		if err := f.commit(); err != nil && first == nil {
+		if err := f.Commit(); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -253,7 +254,7 @@ func (o *observeFiles) commit() error {
 // discard removes every file.
 func (o *observeFiles) discard() {
 	for _, f := range o.files {
-		f.discard()
+		f.Discard()
 	}
 	o.files = nil
 }

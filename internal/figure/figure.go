@@ -5,16 +5,18 @@ package figure
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/uplinksim/uplink/internal/outfile"
 )
 
-// Save writes pl to path, in the format of its extension (png, svg, pdf,
+// Save writes pl to path (through package outfile), in the format of its extension (png, svg, pdf,
 // …), w × h in all: the plot on the left, its legend (when it has
 // entries) on the right, top-aligned with the data, in a column as wide as
 // its longest entry. pl's legend is left empty afterwards.
@@ -41,13 +43,8 @@ func Save(pl *plot.Plot, w, h vg.Length, path string) error {
 		leg.XOffs, leg.YOffs = 0, 0
 		leg.Draw(draw.Crop(dc, w-legW+vg.Points(6), -vg.Points(4), 0, -title))
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	return outfile.WriteFile(path, outfile.Replace, func(w io.Writer) error {
+		_, err := cw.WriteTo(w)
 		return err
-	}
-	if _, err := cw.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
