@@ -99,11 +99,11 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 			sources = append(sources, e.Name())
 		}
 		if *check {
-			want, err := os.ReadFile(filepath.Join(folder, "report.md"))
-			got, gerr := os.ReadFile(filepath.Join(target, "report.md"))
-			if err != nil || gerr != nil || !bytes.Equal(want, got) {
-				stale = append(stale, filepath.Join(folder, "report.md"))
+			differ, err := differingFiles(target, folder)
+			if err != nil {
+				return fmt.Errorf("results %s: %w", folder, err)
 			}
+			stale = append(stale, differ...)
 		}
 	}
 	if done == 0 {
@@ -182,6 +182,31 @@ func resourcesBlock(path string, table []sweep.Resource, check bool, stale *[]st
 		return nil
 	}
 	return writeFileAtomic(path, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err })
+}
+
+// differingFiles lists, as paths under folder, the files regenerated into
+// scratch (the page and its figures) that folder lacks or holds with other
+// bytes.
+func differingFiles(scratch, folder string) ([]string, error) {
+	entries, err := os.ReadDir(scratch)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(scratch, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(folder, e.Name())
+		if want, err := os.ReadFile(path); err != nil || !bytes.Equal(want, got) {
+			out = append(out, path)
+		}
+	}
+	return out, nil
 }
 
 // readFolderRecords reads a results folder's records.jsonl; a line that

@@ -62,11 +62,28 @@ func TestResultsPages(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 0, run([]string{"results", "--dir", root, "--check"}, &out, &errb), errb.String())
 
+	// Pages and figures are readable by all, as any file written anew.
+	for _, name := range []string{"report.md", "bars.png"} {
+		fi, err := os.Stat(filepath.Join(folder, name))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), name)
+	}
+
+	// A figure that is not what the records give fails the check too.
+	bars := filepath.Join(folder, "bars.png")
+	png, err := os.ReadFile(bars)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bars, append(png[:len(png):len(png)], 0), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"results", "--dir", root, "--check"}, &out, &errb))
+	require.Contains(t, errb.String(), fmt.Sprintf("1 pages differ from what their records give (run uplink results to regenerate them): %s", bars))
+	require.NoError(t, os.WriteFile(bars, png, 0o644))
+
 	changed := strings.Replace(strings.Join(recs, "\n"), `"p50_s":3`, `"p50_s":4`, 1)
 	require.NoError(t, os.WriteFile(records, []byte(changed+"\n"), 0o644))
 	errb.Reset()
 	require.Equal(t, 1, run([]string{"results", "--dir", root, "--check"}, &out, &errb))
-	require.Contains(t, errb.String(), fmt.Sprintf("1 pages differ from what their records give (run uplink results to regenerate them): %s", filepath.Join(folder, "report.md")))
+	require.Contains(t, errb.String(), fmt.Sprintf("2 pages differ from what their records give (run uplink results to regenerate them): %s, %s", filepath.Join(folder, "bars.png"), filepath.Join(folder, "report.md")))
 
 	checkUsageErrors(t, []usageCase{
 		{[]string{"results", "--dir", filepath.Join(root, "nope")}, "results: --dir"},
