@@ -60,7 +60,7 @@ const MaxSpecLen = 1024
 // disciplines ignore it.
 func New(spec string, rng *rand.Rand) (Qdisc, error) {
 	if len(spec) > MaxSpecLen {
-		return nil, fmt.Errorf("queues: a spec of %d bytes (%.40q...): at most %d", len(spec), spec, MaxSpecLen)
+		return nil, fmt.Errorf("queues: spec %.40q...: %d bytes, at most %d", spec, len(spec), MaxSpecLen)
 	}
 	name, opts, err := splitSpec(spec)
 	if err != nil {

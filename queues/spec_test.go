@@ -136,6 +136,21 @@ func TestSpecErrors(t *testing.T) {
 	}
 }
 
+// A spec of MaxSpecLen bytes is read; one byte more is refused with an
+// error that, like every other, starts by naming the spec (its first 40
+// characters), then gives its length and the bound.
+func TestSpecLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	q, err := New("fifo"+strings.Repeat(" ", MaxSpecLen-4), rng)
+	require.NoError(t, err)
+	require.IsType(t, &FIFO{}, q)
+	q, err = New("fifo"+strings.Repeat(" ", MaxSpecLen-3), rng)
+	require.Nil(t, q)
+	require.EqualError(t, err, `queues: spec "fifo                                    "...: 1025 bytes, at most 1024`)
+	_, err = New("pie:"+strings.Repeat("\xd0", 2000), rng)
+	require.EqualError(t, err, `queues: spec "pie:\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0\xd0"...: 2004 bytes, at most 1024`)
+}
+
 // Every name in SpecNames builds with its defaults and carries traffic.
 func TestSpecNamesBuild(t *testing.T) {
 	for _, name := range SpecNames() {
@@ -310,6 +325,8 @@ func FuzzSpec(f *testing.F) {
 		"shadow-fifo", "shadow-rr",
 		"pie:alpha=NaN", "pie:ecn_prob=NaN%", "codel:target=2562048h", "bfifo:limit=99999999999g",
 		"fq_codel:flows=-1", "pie:alpha=1e400", "fifo:bytes=1.5", "pfifo:limit=+5", "codel:mtu= 1500",
+		"fifo" + strings.Repeat(" ", MaxSpecLen-4), "fifo" + strings.Repeat(" ", MaxSpecLen-3),
+		"shadow-fifo" + strings.Repeat("\xd0", MaxSpecLen),
 	} {
 		f.Add(s)
 	}

@@ -114,7 +114,7 @@ func TestBadInput(t *testing.T) {
 		// 4. Checks a cell made late, now made by the parent.
 		{[]string{"run", "--qdisc-file", badNode}, "node \"60\" is not an index in [0, 60)"},
 		{[]string{"run", "--qdisc-file", badSpec}, "downlink-qdisc"},
-		{[]string{"run", "--qdisc-file", longSpec}, "a spec of 2097156 bytes (\"pie:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"...): at most 1024"},
+		{[]string{"run", "--qdisc-file", longSpec}, "spec \"pie:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"...: 2097156 bytes, at most 1024"},
 		{[]string{"run", "--profile", strings.Repeat("y", 10000)}, "bytes cut)"},
 		{[]string{"run", "--transport", "sctp"}, "transport \"sctp\": valid transports are: quic, tcp"},
 		{[]string{"run", "--arm", "bfixed", "--warmup", "payload"}, "a payload warm-up needs an arm that publishes gossip messages"},
