@@ -124,10 +124,11 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 // shardCells applies --shard to a sweep's cells and, with list, prints
 // them with their keys and estimated cost (sh.costFunc; and reports true:
 // the caller stops there). With a plan it hands the plan every cell of
-// the sweep and their cost instead, and reports true.
+// the sweep, their cost and the soft memory limit instead, and reports
+// true.
 func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Config, bool, error) {
 	if sh.plan != nil {
-		sh.plan.cells, sh.plan.cost = cfgs, sh.costFunc()
+		sh.plan.cells, sh.plan.cost, sh.plan.limit = cfgs, sh.costFunc(), sh.limit
 		return nil, true, nil
 	}
 	if sh.shard != "" {

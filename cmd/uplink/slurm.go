@@ -47,6 +47,9 @@ type sweepPlan struct {
 	// cost is each cell's cost as the sweep itself would plan it: learnt
 	// from the records it holds, its peak under --memlimit.
 	cost func(cell.Config) sweep.Cost
+	// limit is the cells' soft memory limit in bytes (--memlimit or
+	// GOMEMLIMIT; 0 for none).
+	limit int64
 }
 
 // slurmRefused are the flags of run and validate that uplink slurm sets
@@ -58,6 +61,7 @@ var slurmRefused = map[string]string{
 	"out":             "each task writes its records to DIR/shard-I.jsonl",
 	"cache":           "each task keeps its records in DIR/shard-I.jsonl",
 	"skip-done":       "each task of uplink run skips the cells its file holds",
+	"skip-over-mem":   "each task must run every cell of its shard, or the shard never completes; leave such cells out of the sweep (fewer nodes, a smaller degree) or run them under --memlimit",
 	"list-cells":      "it lists the cells instead of running them",
 	"list-arms":       "it runs no cell",
 	"list-knobs":      "it runs no cell",
@@ -154,8 +158,12 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 	for _, s := range p.ShardPlans {
 		longest = max(longest, s.WallS)
 	}
-	fmt.Fprintf(stdout, "%d cells in %d shards (%s), %d at once; each task 1 CPU, %d MiB, time limit %s (the longest shard about %.0f s)\n",
-		p.Cells, p.Shards, filepath.Join(p.Dir, "plan.json"), p.Parallel, p.MemMiB(), sweep.SlurmTime(p.TimeLimit()), longest)
+	cpus := "1 CPU"
+	if p.TaskCPUs > 1 {
+		cpus = fmt.Sprintf("%d CPUs", p.TaskCPUs)
+	}
+	fmt.Fprintf(stdout, "%d cells in %d shards (%s), %d at once; each task %s, %d MiB, time limit %s (the longest shard about %.0f s)\n",
+		p.Cells, p.Shards, filepath.Join(p.Dir, "plan.json"), p.Parallel, cpus, p.MemMiB(), sweep.SlurmTime(p.TimeLimit()), longest)
 	if *emit == "k8s" {
 		path := filepath.Join(p.Dir, "job.yaml")
 		if err := writeFileAtomic(path, func(w io.Writer) error {
@@ -250,11 +258,41 @@ func planSweep(command []string, binary, dir string, shards, parallel int, stdou
 	if err != nil {
 		return nil, fmt.Errorf("slurm: the working folder: %w", err)
 	}
+	if err := checkPlannedCells(sp, stderr); err != nil {
+		if errors.As(err, &ue) {
+			return nil, usageError{fmt.Errorf("slurm: %s: %w", command[0], ue.error)}
+		}
+		return nil, fmt.Errorf("slurm: %s: %w", command[0], err)
+	}
 	p, err := sweep.NewPlan(binary, command, dir, wd, sp.cells, sp.cost, shards, parallel)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("slurm: %w", err)}
 	}
 	return p, nil
+}
+
+// checkPlannedCells makes, before anything is written or submitted, the
+// checks each task's command makes of its cells before running any
+// (checkCells): every cell's configuration, and its memory where the
+// tasks' memory is known here: --mem on the command line, or $UPLINK_MEM,
+// which sbatch passes on to the tasks. Without either a task weighs its
+// cells against its node's memory, which Slurm matches to the task's
+// request.
+func checkPlannedCells(sp sweepPlan, stderr io.Writer) error {
+	budget := ""
+	if f := sp.flags.Lookup("mem"); f != nil {
+		budget = f.Value.String()
+	}
+	if budget != "" || os.Getenv(memEnv) != "" {
+		_, err := checkCells(sp.cells, memOpts{budget: budget, limit: sp.limit}, false, stderr)
+		return err
+	}
+	for _, c := range sp.cells {
+		if err := c.Check(); err != nil {
+			return usageError{fmt.Errorf("cell %s: %w", cellName(c), err)}
+		}
+	}
+	return nil
 }
 
 // readPlan reads DIR/plan.json.

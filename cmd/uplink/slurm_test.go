@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,6 +129,58 @@ func TestSlurmPlanMemLimit(t *testing.T) {
 	out.Reset()
 	require.Equal(t, 0, run(append(big, "--memlimit", "17GiB", "--list-cells"), &out, &errb), errb.String())
 	require.Contains(t, out.String(), " 21.2  -\n", "the listed RSS is the limited peak, in GiB")
+}
+
+// TestSlurmPlanChecks: planning refuses, before it writes anything, every
+// sweep that uplink run refuses before running a cell, with run's own
+// error: a cell's configuration (Config.Check), and its memory where the
+// tasks' memory is known here (--mem, $UPLINK_MEM); --skip-over-mem,
+// which would leave a shard short, is refused. A split cell's CPUs are
+// what the plan says and what the script asks for.
+func TestSlurmPlanChecks(t *testing.T) {
+	small := []string{"--nodes", "12", "--degree", "4", "--payload", "64KiB", "--profile", "harness", "--seeds", "7"}
+	big := []string{"--nodes", "2000", "--degree", "70", "--payload", "1MiB", "--profile", "harness", "--seeds", "7"}
+	for _, c := range []struct {
+		name  string
+		flags []string
+		env   string // UPLINK_MEM
+		want  string
+	}{
+		{"unknown qdisc", append(slices.Clone(small), "--uplink-qdisc", "notaqdisc"), "", `unknown discipline "notaqdisc"`},
+		{"unknown downlink qdisc", append(slices.Clone(small), "--downlink-qdisc", "pie:target=-1ms"), "", "downlink-qdisc"},
+		{"over --mem", append(slices.Clone(big), "--mem", "2GiB"), "", "--mem is 2.0 GiB"},
+		{"over UPLINK_MEM", slices.Clone(big), "2GiB", "UPLINK_MEM is 2.0 GiB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(memEnv, c.env)
+			var out, errb bytes.Buffer
+			runArgs := append(append([]string{"run"}, c.flags...), "--out", filepath.Join(t.TempDir(), "r.jsonl"))
+			require.Equal(t, 2, run(runArgs, &out, &errb), "uplink run refuses it: %s", errb.String())
+			require.Contains(t, errb.String(), c.want)
+			runErr := strings.TrimPrefix(strings.TrimSpace(errb.String()), "uplink: ")
+
+			dir := filepath.Join(t.TempDir(), "sweep")
+			out.Reset()
+			errb.Reset()
+			require.Equal(t, 2, run(append([]string{"slurm", "--dir", dir, "--shards", "1", "--", "run"}, c.flags...), &out, &errb), out.String())
+			require.Equal(t, "uplink: slurm: run: "+runErr+"\n", errb.String(), "planning refuses with run's own error")
+			require.NoDirExists(t, dir, "nothing written")
+		})
+	}
+	d := filepath.Join(t.TempDir(), "s")
+	checkUsageErrors(t, []usageCase{
+		{append([]string{"slurm", "--dir", d, "--shards", "1", "--", "run", "--skip-over-mem"}, small...), "leave out run --skip-over-mem"},
+	})
+	require.NoDirExists(t, d)
+
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(append([]string{"slurm", "--dir", d, "--shards", "1", "--", "run", "--partitions", "4"}, small...), &out, &errb), errb.String())
+	require.Contains(t, out.String(), "each task 4 CPUs, ")
+	p := readTestPlan(t, d)
+	require.Equal(t, 4, p.TaskCPUs)
+	array, err := os.ReadFile(filepath.Join(d, "array.sbatch"))
+	require.NoError(t, err)
+	require.Contains(t, string(array), "#SBATCH --cpus-per-task=4\n")
 }
 
 // TestSlurmUsageErrors: uplink slurm refuses a bad command line, and the
