@@ -36,123 +36,96 @@ type Claim struct {
 	// Direction is −1 when the claim is that the statistic falls (the arm
 	// is faster), +1 when it rises, 0 when it does not move.
 	Direction int
+	// Margin, for a claim of no change (Direction 0), is the largest
+	// change in percent that still counts as none: the claim is supported
+	// only when every arm's 90 % interval of the median paired difference
+	// lies within ±Margin. 0: a claim of no change can be refuted, never
+	// supported.
+	Margin float64
+	// Requires, when set, is the number (from 1) of an earlier claim of
+	// the study that shows the effect this one acts on (an intervention
+	// that removes a tail needs the tail): unless that claim is
+	// supported, this one is not testable here.
+	Requires int
 }
 
-// MinClaimSeeds is the fewest paired seeds a claim is judged on: fewer
-// leave it open whatever they show.
-const MinClaimSeeds = 5
+// ClaimAlpha is the level of the noise test behind a claim's verdict: a
+// directional claim is supported when each arm's one-sided p-value is at
+// most ClaimAlpha (docs/validation.md, "The noise test").
+const ClaimAlpha = 0.05
 
 // Claim verdicts.
 const (
+	// Supported: every arm moved the claim's way beyond its reference's
+	// run-to-run noise; for a claim of no change, no arm moved and every
+	// arm's interval lies within the claim's margin.
 	Supported = "supported"
-	Refuted   = "refuted"
-	Open      = "open"
+	// Refuted: some arm moved against the claim beyond the noise (for a
+	// claim of no change: moved either way).
+	Refuted = "refuted"
+	// NotShown: no arm moved against the claim beyond the noise, and not
+	// every arm moved its way: these seeds cannot tell the effect from the
+	// noise.
+	NotShown = "not shown"
+	// TooFewSeeds: no data at these seeds and runs could reach the test's
+	// level.
+	TooFewSeeds = "too few seeds"
+	// NotTestable: the effect the claim acts on is not there (the claim it
+	// Requires is not supported).
+	NotTestable = "not testable here"
 )
 
-// ClaimArm is a claim's statistic for one arm: the median and range of
-// the per-seed differences in percent of the reference (censored seeds
-// read as above any known value), how many seeds paired, and how many of
-// them moved in each direction.
+// ClaimArm is a claim's statistic for one arm: the median of the
+// per-seed differences in percent of the reference (censored seeds read
+// as above any known value) with their range, the seeds paired and how
+// many moved each way, the noise test of the arm against its reference's
+// runs, and the distribution-free interval of the median difference.
 type ClaimArm struct {
 	Arm             string // the published name
 	Paired          *Paired
 	Seeds, Up, Down int
 	Censored        int // seeds on which both sides are censored
-	// RerunSpread is the arm's run-to-run spread (RerunSpread); nil when
-	// the study has no rerun of it.
-	RerunSpread *RerunSpread
-}
-
-// SpreadFactor is how many run-to-run spreads an effect must exceed to be
-// judged on a study's first five seeds: a smaller one needs all ten.
-const SpreadFactor = 3
-
-// RerunSpread is how far an arm's statistic moves when its cells run
-// again: the median over seeds of the absolute per-seed difference, in
-// percent, between a rerun variant (Variant.Replicate) and the variant
-// it repeats. Seeds censored on either side are left out.
-type RerunSpread struct {
-	Pct   float64
-	Seeds int
-}
-
-// Beyond reports whether a median effect of diff percent exceeds
-// SpreadFactor times the spread.
-func (r RerunSpread) Beyond(diff Value) bool {
-	return diff.Censored || math.Abs(diff.V) > SpreadFactor*r.Pct
-}
-
-// rerunSpreads is every arm's run-to-run spread from the study's rerun
-// variants (those with Replicate set, each against its baseline); with
-// several, an arm's largest.
-func (s Study) rerunSpreads(bySeed map[statKey]map[int]Value) map[string]RerunSpread {
-	out := map[string]RerunSpread{}
-	for vi, v := range s.Variants {
-		if v.Replicate == 0 {
-			continue
-		}
-		bi := s.baseOf(vi)
-		for k, cand := range bySeed {
-			if k.variant != vi {
-				continue
-			}
-			var abs []float64
-			for seed, x := range cand {
-				r, ok := bySeed[statKey{bi, k.arm}][seed]
-				if !ok || x.Censored || r.Censored || r.V == 0 {
-					continue
-				}
-				abs = append(abs, math.Abs(100*(x.V-r.V)/r.V))
-			}
-			if len(abs) == 0 {
-				continue
-			}
-			m := median(abs)
-			if old, ok := out[k.arm]; !ok || m > old.Pct {
-				out[k.arm] = RerunSpread{Pct: m, Seeds: len(abs)}
-			}
-		}
-	}
-	return out
-}
-
-// NeedsAllSeeds reports whether the verdict's effect is within
-// SpreadFactor run-to-run spreads for some arm (so the study's full seed
-// range should decide it), and whether any arm's spread is known at all.
-func (v ClaimVerdict) NeedsAllSeeds() (needs, known bool) {
-	for _, a := range v.Arms {
-		if a.RerunSpread == nil || a.Paired == nil {
-			continue
-		}
-		known = true
-		needs = needs || !a.RerunSpread.Beyond(a.Paired.Median)
-	}
-	return needs, known
+	// Reruns is how many reruns of the reference's cells, over all
+	// seeds, the noise test counts beside their first runs.
+	Reruns int
+	// Test is the noise test of the arm (nil with no paired seed).
+	Test *NoiseTest
+	// Lo and Hi bound the median per-seed difference, in percent, with
+	// coverage Coverage (MedianInterval at 95 %, or the full range when
+	// too few seeds reach it; at 90 % for a claim of no change).
+	Lo, Hi, Coverage float64
 }
 
 // ClaimVerdict is a claim judged on a study's records.
 type ClaimVerdict struct {
 	Claim   Claim
-	Verdict string // Supported, Refuted or Open
-	Why     string // for Open: what it lacks
+	Verdict string // Supported, Refuted, NotShown, TooFewSeeds or NotTestable
+	Why     string // what it lacks, when not Supported or Refuted
 	Arms    []ClaimArm
 }
 
-// Judge decides a claim from the study's records:
-//   - Direction −1 or +1: supported when, for every arm, every paired
-//     seed moved in Direction; refuted when, for every arm, the median of
-//     the per-seed differences is not in Direction (zero or the other
-//     way); open otherwise (an effect in Direction smaller than the seeds'
-//     spread, arms that disagree), or with fewer than MinClaimSeeds
-//     paired seeds.
-//   - Direction 0: supported when, for every arm, the seeds moved both
-//     ways (the change is within their spread); refuted when some arm
-//     moved the same way on every seed; open with too few seeds.
+// Judge decides a claim from the study's records with the noise test
+// (RunNoiseTest): per arm, at each paired seed, the claim's variant
+// against its reference's first run and every rerun of that cell in the
+// study (a variant with Replicate set repeats its baseline's cells).
+//   - Direction −1 or +1: supported when every arm's one-sided p-value in
+//     Direction is at most ClaimAlpha (an intersection of tests: level
+//     ClaimAlpha); refuted when some arm's p-value the other way is at most
+//     ClaimAlpha over the number of arms (Bonferroni); not shown
+//     otherwise.
+//   - Direction 0: refuted when some arm moved either way at ClaimAlpha/2
+//     over the arms; supported when none did and every arm's 90 % interval
+//     lies within ±Margin (Margin > 0); not shown otherwise.
+//   - Too few seeds when some arm's smallest attainable p-value is above
+//     the level it is read at; not testable here when the claim it
+//     Requires is not supported.
 //
-// A seed whose candidate alone is censored (it never completed) moved
-// up; one whose reference alone is censored moved down; both censored,
-// it counts for neither, and a claim with such a seed is open.
+// A run that never completed ranks above every run that did.
 func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record) (ClaimVerdict, error) {
+	return s.judge(c, cells, records, 0)
+}
+
+func (s Study) judge(c Claim, cells []StudyCell, records map[string]*cell.Record, depth int) (ClaimVerdict, error) {
 	v := ClaimVerdict{Claim: c}
 	vi, ai := s.claimVariants(c)
 	if vi < 0 {
@@ -163,6 +136,12 @@ func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 	}
 	if ai == vi && c.AgainstArm == "" {
 		return v, fmt.Errorf("study %s: claim %q compares variant %q with itself", s.Name, c.Text, c.Variant)
+	}
+	if c.Requires < 0 || c.Requires > len(s.Claims) || depth > len(s.Claims) {
+		return v, fmt.Errorf("study %s: claim %q: requires claim %d: want an earlier claim of the study's %d", s.Name, c.Text, c.Requires, len(s.Claims))
+	}
+	if c.Direction == 0 && (c.Margin < 0 || math.IsNaN(c.Margin) || c.Margin > 100) {
+		return v, fmt.Errorf("study %s: claim %q: margin %g: want 0 to 100 percent", s.Name, c.Text, c.Margin)
 	}
 	stat := c.Stat
 	if stat == "" {
@@ -181,9 +160,8 @@ func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 		names = s.Arms
 	}
 	bySeed := s.statBySeed(cells, records, stat)
-	spreads := s.rerunSpreads(bySeed)
-	open := ""
-	allUp, allDown, allNotDir, allBoth, someMoved := true, true, true, true, false
+	reruns, keys := s.rerunsBySeed(cells, records, stat)
+	var tests []NoiseTest
 	for _, name := range names {
 		arm, err := arms.LookupArm(name)
 		if err != nil {
@@ -196,12 +174,11 @@ func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 		if against != "" {
 			refArm = against
 		}
-		cand, ref := bySeed[statKey{vi, arm.Name}], bySeed[statKey{ai, refArm}]
+		refKey := statKey{ai, refArm}
+		cand, ref := bySeed[statKey{vi, arm.Name}], bySeed[refKey]
 		av := ClaimArm{Arm: arm.Published}
-		if sp, ok := spreads[arm.Name]; ok {
-			av.RerunSpread = &sp
-		}
 		pc, pr := map[int]Value{}, map[int]Value{}
+		var runs []SeedRuns
 		for _, seed := range slices.Sorted(maps.Keys(cand)) {
 			r, ok := ref[seed]
 			if !ok {
@@ -218,60 +195,174 @@ func (s Study) Judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 			case r.Censored || x.V < r.V:
 				av.Down++
 			}
+			// A rerun of the reference that is the candidate itself (a
+			// claim about the rerun variant) is not counted twice.
+			candKey := keys[statKey{vi, arm.Name}][seed]
+			base := []Value{r}
+			for _, rr := range reruns[refKey][seed] {
+				if rr.key != candKey {
+					base = append(base, rr.v)
+				}
+			}
+			var more []Value
+			if vi != ai || arm.Name != refArm {
+				for _, rr := range reruns[statKey{vi, arm.Name}][seed] {
+					more = append(more, rr.v)
+				}
+			}
+			av.Reruns += len(base) - 1 + len(more)
+			runs = append(runs, SeedRuns{Seed: seed, Variant: x, VariantReruns: more, Base: base})
 		}
 		if av.Seeds > 0 {
 			av.Paired = pairedBySeed(pc, pr)
+			t, err := RunNoiseTest(runs)
+			if err == nil {
+				av.Test = &t
+			}
+			level := 0.95
+			if c.Direction == 0 {
+				level = 0.90
+			}
+			var diffs []float64
+			for _, d := range av.Paired.PerSeed {
+				if !d.V.Censored {
+					diffs = append(diffs, d.V.V)
+				}
+			}
+			if len(diffs) == len(av.Paired.PerSeed) {
+				av.Lo, av.Hi, av.Coverage, _ = MedianInterval(diffs, level)
+			}
 		}
 		v.Arms = append(v.Arms, av)
-		switch {
-		case av.Seeds < MinClaimSeeds:
-			open = fmt.Sprintf("%s has %d paired seeds, fewer than %d", arm.Published, av.Seeds, MinClaimSeeds)
-			continue
-		case av.Censored > 0:
-			open = fmt.Sprintf("%s has %d seeds censored on both sides", arm.Published, av.Censored)
-			continue
+		if av.Test != nil {
+			tests = append(tests, *av.Test)
 		}
-		allUp = allUp && av.Up == av.Seeds
-		allDown = allDown && av.Down == av.Seeds
-		someMoved = someMoved || av.Up == av.Seeds || av.Down == av.Seeds
-		allBoth = allBoth && av.Up > 0 && av.Down > 0
-		med := medianSign(av)
-		allNotDir = allNotDir && med*c.Direction <= 0
 	}
-	switch {
-	case open != "":
-		v.Verdict, v.Why = Open, open
-	case len(v.Arms) == 0:
-		v.Verdict, v.Why = Open, "no arm to compare"
-	case c.Direction < 0 && allDown, c.Direction > 0 && allUp:
-		v.Verdict = Supported
-	case c.Direction != 0 && allNotDir:
-		v.Verdict = Refuted
-	case c.Direction == 0 && someMoved:
-		v.Verdict = Refuted
-	case c.Direction == 0 && allBoth:
-		v.Verdict = Supported
-	default:
-		v.Verdict, v.Why = Open, "a change smaller than the seeds' spread, or arms that disagree: more seeds"
+	v.Verdict, v.Why = readTests(c, v.Arms, tests)
+	if c.Requires > 0 && v.Verdict != TooFewSeeds {
+		pre := s.Claims[c.Requires-1]
+		pv, err := s.judge(pre, cells, records, depth+1)
+		if err != nil {
+			return v, err
+		}
+		if pv.Verdict != Supported {
+			v.Verdict, v.Why = NotTestable, fmt.Sprintf("the effect it acts on is not shown here: claim %d, %q, is %s", c.Requires, strings.TrimRight(pre.Text, ":. "), pv.Verdict)
+		}
 	}
 	return v, nil
 }
 
-// medianSign is the sign of an arm's median per-seed difference: +1, −1
-// or 0; a censored median (more than half the seeds censored) counts as
-// up.
-func medianSign(av ClaimArm) int {
-	if av.Paired == nil {
-		return 0
+// readTests turns the arms' noise tests into the claim's verdict (Judge).
+func readTests(c Claim, armsJudged []ClaimArm, tests []NoiseTest) (verdict, why string) {
+	if len(armsJudged) == 0 {
+		return TooFewSeeds, "no arm to compare"
 	}
-	m := av.Paired.Median
-	switch {
-	case m.Censored || m.V > 0:
-		return 1
-	case m.V < 0:
-		return -1
+	m := float64(len(armsJudged))
+	// The level each arm's p-value is read at, and what a move against
+	// the claim is read at.
+	level, against := ClaimAlpha, ClaimAlpha/m
+	if c.Direction == 0 {
+		level, against = ClaimAlpha/2/m, ClaimAlpha/2/m
 	}
-	return 0
+	for _, a := range armsJudged {
+		switch {
+		case a.Test == nil && a.Seeds == 0:
+			return TooFewSeeds, a.Arm + " has no paired seed"
+		case a.Test == nil:
+			return TooFewSeeds, a.Arm + "'s seeds are censored on both sides"
+		case a.Test.MinP > level:
+			return TooFewSeeds, fmt.Sprintf("%s has %d paired seeds with %d reruns of the reference: its smallest attainable p-value, %.3g, is above %.3g", a.Arm, a.Test.Seeds, a.Reruns, a.Test.MinP, level)
+		}
+	}
+	if c.Direction == 0 {
+		for _, t := range tests {
+			if t.PHigher <= against || t.PLower <= against {
+				return Refuted, ""
+			}
+		}
+		if c.Margin <= 0 {
+			return NotShown, "no move beyond the noise; a claim of no change without a margin cannot be supported"
+		}
+		for _, a := range armsJudged {
+			if a.Coverage == 0 || a.Lo < -c.Margin || a.Hi > c.Margin {
+				return NotShown, fmt.Sprintf("no move beyond the noise, but %s's interval is not within ±%g %%", a.Arm, c.Margin)
+			}
+		}
+		return Supported, ""
+	}
+	all := true
+	for _, t := range tests {
+		pWay, pAgainst := t.PLower, t.PHigher
+		if c.Direction > 0 {
+			pWay, pAgainst = pAgainst, pWay
+		}
+		if pAgainst <= against {
+			return Refuted, ""
+		}
+		all = all && pWay <= level
+	}
+	if all {
+		return Supported, ""
+	}
+	return NotShown, "an effect these seeds cannot tell from the run-to-run noise"
+}
+
+// rerun is one rerun's statistic and its cell's key.
+type rerun struct {
+	key string
+	v   Value
+}
+
+// rerunsBySeed is, for each variant and arm whose cells a rerun in the
+// study repeats (a cell with Replicate set, read under Replicate 0), the
+// reruns' statistic by seed; and every cell's key by variant, arm and
+// seed.
+func (s Study) rerunsBySeed(cells []StudyCell, records map[string]*cell.Record, stat string) (map[statKey]map[int][]rerun, map[statKey]map[int]string) {
+	type at struct {
+		k    statKey
+		seed int
+	}
+	first := map[string]at{}
+	keys := map[statKey]map[int]string{}
+	for _, c := range cells {
+		k := statKey{c.Variant, c.Arm.Name}
+		keys[k] = map[int]string{}
+		for i, cfg := range c.Configs {
+			key := cfg.Key()
+			keys[k][int(c.Seeds[i])] = key
+			if cfg.Replicate == 0 {
+				first[key] = at{k, int(c.Seeds[i])}
+			}
+		}
+	}
+	out := map[statKey]map[int][]rerun{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			if cfg.Replicate == 0 {
+				continue
+			}
+			key := keys[statKey{c.Variant, c.Arm.Name}][int(c.Seeds[i])]
+			r := records[key]
+			if r == nil {
+				continue
+			}
+			val, ok := RecordStat(stat, r)
+			if !ok {
+				continue
+			}
+			orig := cfg
+			orig.Replicate = 0
+			a, ok := first[orig.Key()]
+			if !ok {
+				continue
+			}
+			if out[a.k] == nil {
+				out[a.k] = map[int][]rerun{}
+			}
+			out[a.k][a.seed] = append(out[a.k][a.seed], rerun{key, val})
+		}
+	}
+	return out, keys
 }
 
 type statKey struct {
@@ -297,15 +388,14 @@ func (s Study) statBySeed(cells []StudyCell, records map[string]*cell.Record, st
 }
 
 // Answer is the study's claims judged on its records, as Markdown lines:
-// the question, then each claim with its verdict and the paired statistic
-// that decides it.
+// the question, then each claim with its verdict, the statistic, seeds
+// and test behind it.
 func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (string, error) {
 	if len(s.Claims) == 0 {
 		return "", nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Answer\n\nQuestion: %s\n\n", s.Question)
-	spreads := false
 	for _, c := range s.Claims {
 		v, err := s.Judge(c, cells, records)
 		if err != nil {
@@ -334,21 +424,20 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 				parts = append(parts, a.Arm+" not run")
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s %s [%s, %s] over %d seeds (%d up, %d down)", a.Arm,
-				FormatDiff(a.Paired.Median), FormatDiff(a.Paired.Lo), FormatDiff(a.Paired.Hi), a.Seeds, a.Up, a.Down))
+			part := fmt.Sprintf("%s %s", a.Arm, FormatDiff(a.Paired.Median))
+			if a.Coverage > 0 {
+				part += fmt.Sprintf(" [%s, %s] (%.3g %% interval)", FormatDiff(Known(a.Lo)), FormatDiff(Known(a.Hi)), 100*a.Coverage)
+			}
+			part += fmt.Sprintf(" over %d seeds (%d up, %d down)", a.Seeds, a.Up, a.Down)
+			if a.Test != nil {
+				part += fmt.Sprintf(", noise test with %d reruns: geometric-mean effect %s, p higher %.3g, p lower %.3g", a.Reruns, FormatDiff(Known(a.Test.Effect)), a.Test.PHigher, a.Test.PLower)
+			}
+			parts = append(parts, part)
 		}
 		fmt.Fprintf(&b, ": %s.", strings.Join(parts, "; "))
-		if sp := spreadLine(v, s.Seeds); sp != "" {
-			fmt.Fprintf(&b, " %s", sp)
-			spreads = true
-		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nA claim is supported when every arm's every paired seed moved its way, refuted when no arm's median moved its way (for a claim of no change: when some arm moved the same way on every seed), and open otherwise or on fewer than %d seeds.", MinClaimSeeds)
-	if spreads {
-		fmt.Fprintf(&b, " The run-to-run spread is the median absolute per-seed difference between a rerun of the baseline's cells and the baseline; an effect within %d times it is for the study's full seeds to decide.", SpreadFactor)
-	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "\nEach claim is judged by the noise test (docs/validation.md): at each paired seed the claim's variant is one more run among its reference's first run and reruns, and the p-value is the share of the within-seed relabellings at least as extreme. A claim is supported when every arm moved its way at one-sided p ≤ %.2g, refuted when some arm moved against it at p ≤ %.2g over the number of arms, not shown otherwise, and too few seeds when no data could reach that level; a claim of no change is refuted by a move either way at p ≤ %.3g over the arms and supported only within its margin; a claim that needs an effect the study does not show is not testable here. Intervals: the distribution-free interval of the median per-seed difference, with its coverage.\n", ClaimAlpha, ClaimAlpha, ClaimAlpha/2)
 	return b.String(), nil
 }
 
@@ -356,35 +445,6 @@ func (s Study) Answer(cells []StudyCell, records map[string]*cell.Record) (strin
 // unique), or −1 (whose baseOf is the first variant).
 func (s Study) labelIndex(label string) int {
 	return slices.IndexFunc(s.Variants, func(v Variant) bool { return v.Label == label })
-}
-
-// spreadLine says, for a judged claim, each arm's run-to-run spread and
-// whether its effect is beyond SpreadFactor times it; "" when the study
-// has no rerun of the claim's arms.
-func spreadLine(v ClaimVerdict, seeds []uint64) string {
-	needs, known := v.NeedsAllSeeds()
-	if !known {
-		return ""
-	}
-	var parts []string
-	for _, a := range v.Arms {
-		if a.RerunSpread != nil {
-			parts = append(parts, fmt.Sprintf("%s %.1f %% over %d seeds", a.Arm, a.RerunSpread.Pct, a.RerunSpread.Seeds))
-		}
-	}
-	line := "Run-to-run spread: " + strings.Join(parts, ", ") + "; "
-	paired := 0
-	for _, a := range v.Arms {
-		paired = max(paired, a.Seeds)
-	}
-	if needs && len(seeds) > paired {
-		lo, hi := seeds[0], seeds[len(seeds)-1]
-		return line + fmt.Sprintf("an effect within %d times it: seeds %d to %d decide.", SpreadFactor, lo, hi)
-	}
-	if needs {
-		return line + fmt.Sprintf("an effect within %d times it: more seeds than these %d decide.", SpreadFactor, paired)
-	}
-	return line + fmt.Sprintf("every effect beyond %d times it.", SpreadFactor)
 }
 
 // claimVariants is the index of claim c's variant and of the variant it

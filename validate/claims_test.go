@@ -54,9 +54,24 @@ func claimValues(variant int, _ string, seed int) float64 {
 	return 1
 }
 
-// TestJudgeDirection: a change on every seed supports its claim and
-// refutes the opposite one; a change within the seeds' spread leaves a
-// claim in its direction open and refutes the opposite one.
+// rerunValues are a rerun of the baseline's cells: 1 to 5 % off.
+var rerunValues = []float64{1.02, 0.98, 1.05, 0.97, 1.01}
+
+// withRerun gives the study's rerun variant (index 3) rerunValues.
+func withRerun(variant int, arm string, seed int) float64 {
+	if variant == 3 {
+		return rerunValues[seed]
+	}
+	return claimValues(variant, arm, seed)
+}
+
+var rerunVariant = Variant{Label: "rerun", Profile: "harness", Replicate: 1}
+
+// TestJudgeDirection: without a rerun the noise test is the sign-flip
+// test: five seeds all one way give p = 1/32 per arm, which supports a
+// claim in that direction but cannot refute the opposite one over two
+// arms (that needs p ≤ 2.5 % each); a change that is not on every seed
+// is not shown.
 func TestJudgeDirection(t *testing.T) {
 	s, cells, records := claimStudy(t, claimValues)
 	for _, c := range []struct {
@@ -65,9 +80,9 @@ func TestJudgeDirection(t *testing.T) {
 		want    string
 	}{
 		{"faster", -1, Supported},
-		{"faster", +1, Refuted},
-		{"mixed", -1, Open},
-		{"mixed", +1, Refuted},
+		{"faster", +1, NotShown},
+		{"mixed", -1, NotShown},
+		{"mixed", +1, NotShown},
 	} {
 		v, err := s.Judge(Claim{Text: "x", Variant: c.variant, Direction: c.dir}, cells, records)
 		require.NoError(t, err)
@@ -79,18 +94,93 @@ func TestJudgeDirection(t *testing.T) {
 	a := v.Arms[0]
 	require.Equal(t, 5, a.Seeds)
 	require.Equal(t, 5, a.Down)
+	require.Equal(t, 0, a.Reruns)
 	require.InDelta(t, -10, a.Paired.Median.V, 1e-9)
+	require.InDelta(t, 1.0/32, a.Test.PLower, 1e-12)
+	require.InDelta(t, 0.9375, a.Coverage, 1e-12, "five seeds: the full range")
 }
 
-// TestJudgeNoChange: a claim of no change is supported by a change within
-// the spread and refuted by one on every seed.
+// TestJudgeReruns: a rerun of the baseline puts each seed's variant among
+// three runs: faster's −10 % below both at every seed gives p = 1/243,
+// which supports its claim and refutes the opposite one; mixed's ±5 %
+// sits inside the baseline's own 1 to 5 % spread on two seeds and is not
+// shown either way.
+func TestJudgeReruns(t *testing.T) {
+	s, cells, records := claimStudy(t, withRerun, rerunVariant)
+	for _, c := range []struct {
+		variant string
+		dir     int
+		want    string
+	}{
+		{"faster", -1, Supported},
+		{"faster", +1, Refuted},
+		{"mixed", -1, NotShown},
+		{"mixed", +1, NotShown},
+	} {
+		v, err := s.Judge(Claim{Text: "x", Variant: c.variant, Direction: c.dir}, cells, records)
+		require.NoError(t, err)
+		require.Equal(t, c.want, v.Verdict, "%s %+d", c.variant, c.dir)
+	}
+	v, err := s.Judge(Claim{Text: "x", Variant: "faster", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	for _, a := range v.Arms {
+		require.Equal(t, 5, a.Reruns, a.Arm)
+		require.InDelta(t, 1.0/243, a.Test.PLower, 1e-12, a.Arm)
+	}
+	// The rerun compared with its own baseline: one noise test of the
+	// noise, never an effect.
+	v, err = s.Judge(Claim{Text: "x", Variant: "rerun", Direction: -1}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, NotShown, v.Verdict)
+}
+
+// TestJudgeNoChange: a claim of no change is refuted by a move beyond the
+// noise, supported only within its margin, and needs a rerun at five
+// seeds (two-sided over two arms, p must reach 1.25 %).
 func TestJudgeNoChange(t *testing.T) {
 	s, cells, records := claimStudy(t, claimValues)
-	for variant, want := range map[string]string{"mixed": Supported, "faster": Refuted} {
-		v, err := s.Judge(Claim{Text: "x", Variant: variant}, cells, records)
+	v, err := s.Judge(Claim{Text: "x", Variant: "mixed", Margin: 10}, cells, records)
+	require.NoError(t, err)
+	require.Equal(t, TooFewSeeds, v.Verdict)
+
+	s, cells, records = claimStudy(t, withRerun, rerunVariant)
+	for _, c := range []struct {
+		variant string
+		margin  float64
+		want    string
+	}{
+		{"mixed", 10, Supported}, // −5 to +5 %, inside ±10 %
+		{"mixed", 3, NotShown},
+		{"mixed", 0, NotShown},
+		{"faster", 20, Refuted},
+	} {
+		v, err := s.Judge(Claim{Text: "x", Variant: c.variant, Margin: c.margin}, cells, records)
 		require.NoError(t, err)
-		require.Equal(t, want, v.Verdict, variant)
+		require.Equal(t, c.want, v.Verdict, "%s ±%g", c.variant, c.margin)
 	}
+	_, err = s.Judge(Claim{Text: "x", Variant: "mixed", Margin: -1}, cells, records)
+	require.ErrorContains(t, err, "margin -1: want 0 to 100 percent")
+}
+
+// TestJudgeRequires: a claim about an intervention on an effect is not
+// testable where the claim showing the effect is not supported.
+func TestJudgeRequires(t *testing.T) {
+	s, cells, records := claimStudy(t, claimValues)
+	s.Claims = []Claim{
+		{Text: "Mixed is faster:", Variant: "mixed", Direction: -1},
+		{Text: "Faster is faster:", Variant: "faster", Direction: -1},
+		{Text: "Faster, given mixed:", Variant: "faster", Direction: -1, Requires: 1},
+		{Text: "Faster, given faster:", Variant: "faster", Direction: -1, Requires: 2},
+	}
+	v, err := s.Judge(s.Claims[2], cells, records)
+	require.NoError(t, err)
+	require.Equal(t, NotTestable, v.Verdict)
+	require.Equal(t, `the effect it acts on is not shown here: claim 1, "Mixed is faster", is not shown`, v.Why)
+	v, err = s.Judge(s.Claims[3], cells, records)
+	require.NoError(t, err)
+	require.Equal(t, Supported, v.Verdict)
+	_, err = s.Judge(Claim{Text: "x", Variant: "faster", Requires: 9}, cells, records)
+	require.ErrorContains(t, err, "requires claim 9")
 }
 
 // TestJudgeAgainst: a claim names the variant it compares with, or
@@ -125,10 +215,10 @@ func TestJudgeAgainst(t *testing.T) {
 	}
 }
 
-// TestJudgeOpen: fewer than MinClaimSeeds paired seeds, or a seed
-// censored on both sides, leave a claim open; a candidate censored alone
-// counts as slower.
-func TestJudgeOpen(t *testing.T) {
+// TestJudgeTooFewSeeds: four paired seeds without a rerun cannot reach
+// 5 % (1/16), nor can four left once a seed censored on both sides drops
+// out; a candidate censored alone counts as slower.
+func TestJudgeTooFewSeeds(t *testing.T) {
 	s, cells, records := claimStudy(t, func(variant int, arm string, seed int) float64 {
 		if variant == 1 && seed == 4 {
 			return -1 // no record
@@ -137,8 +227,8 @@ func TestJudgeOpen(t *testing.T) {
 	})
 	v, err := s.Judge(Claim{Text: "x", Variant: "faster", Direction: -1}, cells, records)
 	require.NoError(t, err)
-	require.Equal(t, Open, v.Verdict)
-	require.Contains(t, v.Why, "4 paired seeds, fewer than 5")
+	require.Equal(t, TooFewSeeds, v.Verdict)
+	require.Contains(t, v.Why, "4 paired seeds with 0 reruns of the reference: its smallest attainable p-value, 0.0625, is above 0.05")
 
 	s, cells, records = claimStudy(t, func(variant int, arm string, seed int) float64 {
 		if variant == 2 {
@@ -158,25 +248,25 @@ func TestJudgeOpen(t *testing.T) {
 	})
 	v, err = s.Judge(Claim{Text: "x", Variant: "mixed", Direction: -1}, cells, records)
 	require.NoError(t, err)
-	require.Equal(t, Open, v.Verdict)
-	require.Contains(t, v.Why, "censored on both sides")
+	require.Equal(t, TooFewSeeds, v.Verdict)
 }
 
 // TestStudyAnswer: the page's answer names the question, each claim's
-// verdict and the paired statistic that decides it.
+// verdict, the statistic, the seeds and the test behind it.
 func TestStudyAnswer(t *testing.T) {
-	s, cells, records := claimStudy(t, claimValues)
+	s, cells, records := claimStudy(t, withRerun, rerunVariant)
 	s.Claims = []Claim{{Text: "PIE makes C faster.", Variant: "faster", Arms: []string{"c32"}, Direction: -1}}
 	a, err := s.Answer(cells, records)
 	require.NoError(t, err)
 	require.Contains(t, a, "Question: Does it move?")
-	require.Contains(t, a, `- PIE makes C faster. **supported**: p50 of "faster" against "base": c32 −10% [−10%, −10%] over 5 seeds (0 up, 5 down).`)
+	require.Contains(t, a, `- PIE makes C faster. **supported**: p50 of "faster" against "base": c32 −10% [−10%, −10%] (93.8 % interval) over 5 seeds (0 up, 5 down), noise test with 5 reruns: geometric-mean effect −10%, p higher 1, p lower 0.00412.`)
+	require.Contains(t, a, "Each claim is judged by the noise test")
 	page := studyMarkdown(s, cells, records)
 	require.True(t, strings.HasSuffix(strings.TrimSpace(page), strings.TrimSpace(a)), "the page ends with the answer")
 }
 
 // Every built-in study's claims name its variants and arms, and judge as
-// open before anything has run.
+// too few seeds before anything has run.
 func TestStudyClaimsJudge(t *testing.T) {
 	for _, s := range Studies() {
 		cells, err := s.Cells(20, []uint64{7}, cell.Config{Gossip: cell.StudyGossip()})
@@ -187,72 +277,15 @@ func TestStudyClaimsJudge(t *testing.T) {
 		for _, c := range s.Claims {
 			v, err := s.Judge(c, cells, nil)
 			require.NoError(t, err, "%s: %s", s.Name, c.Text)
-			require.Equal(t, Open, v.Verdict)
+			require.Equal(t, TooFewSeeds, v.Verdict)
 		}
 	}
-}
-
-// TestRerunSpread: a rerun of the baseline measures the run-to-run spread
-// (the median absolute per-seed difference: 1, 2, 2, 3 and 5 % give 2 %);
-// the faster variant's −10 % is beyond three times it, the mixed one's
-// −5 % is within, so the study's full seeds decide that one. Without a
-// rerun nothing is said.
-func TestRerunSpread(t *testing.T) {
-	rerun := []float64{1.02, 0.98, 1.05, 0.97, 1.01}
-	values := func(variant int, arm string, seed int) float64 {
-		if variant == 3 {
-			return rerun[seed]
-		}
-		return claimValues(variant, arm, seed)
-	}
-	s, cells, records := claimStudy(t, values, Variant{Label: "rerun", Profile: "harness", Replicate: 1})
-	s.Seeds = seeds(7, 16)
-	faster, err := s.Judge(Claim{Text: "faster", Variant: "faster", Direction: -1}, cells, records)
-	require.NoError(t, err)
-	require.Equal(t, Supported, faster.Verdict)
-	for _, a := range faster.Arms {
-		require.NotNil(t, a.RerunSpread, a.Arm)
-		require.InDelta(t, 2, a.RerunSpread.Pct, 1e-9)
-		require.Equal(t, 5, a.RerunSpread.Seeds)
-	}
-	needs, known := faster.NeedsAllSeeds()
-	require.True(t, known)
-	require.False(t, needs, "−10 %% is beyond 3 × 2 %%")
-
-	mixed, err := s.Judge(Claim{Text: "mixed", Variant: "mixed", Direction: -1}, cells, records)
-	require.NoError(t, err)
-	needs, known = mixed.NeedsAllSeeds()
-	require.True(t, known)
-	require.True(t, needs, "−5 %% is within 3 × 2 %%")
-
-	s.Claims = []Claim{{Text: "Faster:", Variant: "faster", Direction: -1}, {Text: "Mixed:", Variant: "mixed", Direction: -1}}
-	ans, err := s.Answer(cells, records)
-	require.NoError(t, err)
-	require.Contains(t, ans, "Run-to-run spread: c32 2.0 % over 5 seeds, wholend 2.0 % over 5 seeds; every effect beyond 3 times it.")
-	require.Contains(t, ans, "an effect within 3 times it: seeds 7 to 16 decide.")
-	// A study whose seeds have all run asks for more than it has.
-	s.Seeds = seeds(7, 11)
-	ans, err = s.Answer(cells, records)
-	require.NoError(t, err)
-	require.Contains(t, ans, "an effect within 3 times it: more seeds than these 5 decide.")
-
-	s, cells, records = claimStudy(t, claimValues)
-	mixed, err = s.Judge(Claim{Text: "mixed", Variant: "mixed", Direction: -1}, cells, records)
-	require.NoError(t, err)
-	_, known = mixed.NeedsAllSeeds()
-	require.False(t, known)
-	s.Claims = []Claim{{Text: "Mixed:", Variant: "mixed", Direction: -1}}
-	ans, err = s.Answer(cells, records)
-	require.NoError(t, err)
-	require.NotContains(t, ans, "Run-to-run spread:")
-	require.NotContains(t, ans, "The run-to-run spread is")
 }
 
 // TestPayloadSweepRerun: the payload sweep's rerun repeats its segmented
 // arms at 128 KiB, where their gaps to the whole message are smallest, as
-// the same cells under another key, and its spread is read against the
-// 128 KiB cells: reruns 1, 2, 2, 3 and 5 % off give 2 %, and every arm's
-// −50 % at 128 KiB is beyond three times it.
+// the same cells under another key, and the noise test counts it among
+// the 128 KiB cells' runs (the candidate's, here).
 func TestPayloadSweepRerun(t *testing.T) {
 	s, err := LookupStudy("payload-sweep")
 	require.NoError(t, err)
@@ -297,13 +330,14 @@ func TestPayloadSweepRerun(t *testing.T) {
 	v, err := s.Judge(s.Claims[0], cells, records)
 	require.NoError(t, err)
 	require.Equal(t, Supported, v.Verdict)
+	// Each arm against the whole message at 128 KiB: two runs of the arm
+	// and one of the whole message at each seed, the arm's two below it,
+	// so one of C(3, 2)^5 = 243 relabellings is as low.
+	require.Contains(t, s.Claims[0].Text, "128 KiB")
 	for _, a := range v.Arms {
-		require.NotNil(t, a.RerunSpread, a.Arm)
-		require.InDelta(t, 2, a.RerunSpread.Pct, 1e-9, a.Arm)
+		require.Equal(t, 5, a.Reruns, a.Arm)
+		require.InDelta(t, 1.0/243, a.Test.PLower, 1e-12, a.Arm)
 	}
-	needs, known := v.NeedsAllSeeds()
-	require.True(t, known)
-	require.False(t, needs)
 }
 
 // TestClaimCells: the cells a study's answer reads are each claim's

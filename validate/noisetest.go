@@ -19,6 +19,8 @@ import (
 //	T = Σ_s ( log V_s − mean_j log B_sj )
 //
 // is the sum over seeds of the variant's log ratio to its baseline's mean.
+// Where the variant has reruns too (m runs), its mean log replaces log V_s
+// and a relabelling chooses which m of the m+k runs are the variant's.
 //
 // Null hypothesis: the variant does not change the cell, so at each seed
 // its run and the baseline's k runs are k+1 draws of one distribution
@@ -38,8 +40,8 @@ import (
 // runs part of what an effect is weighed against.
 //
 // What it cannot do: with few seeds the most extreme relabelling is not
-// rare enough. Its probability, MinP = Π_s 1/(k_s+1), bounds every
-// p-value from below: 1/2^n without a rerun (1/32 at five seeds, 1/8 at
+// rare enough. Its probability, MinP = Π_s 1/C(m_s+k_s, m_s) (1/(k_s+1)
+// with one run of the variant), bounds every p-value from below: 1/2^n without a rerun (1/32 at five seeds, 1/8 at
 // three), 1/3^n with one (1/243 at five seeds). A verdict whose MinP
 // exceeds α is "too few seeds", whatever the data say.
 //
@@ -49,11 +51,13 @@ import (
 // in this package.
 
 // SeedRuns is one seed's runs of a comparison: the variant's statistic
-// and the baseline's, first run and reruns.
+// (its first run, and its reruns where it has some) and the baseline's,
+// first run and reruns.
 type SeedRuns struct {
-	Seed    int
-	Variant Value
-	Base    []Value
+	Seed          int
+	Variant       Value
+	VariantReruns []Value
+	Base          []Value
 }
 
 // NoiseTest is the result of the noise test on one comparison.
@@ -92,7 +96,7 @@ func RunNoiseTest(seeds []SeedRuns) (NoiseTest, error) {
 	// The largest completed run sets where censored ones go.
 	top := 0.0
 	for _, s := range seeds {
-		for _, v := range append([]Value{s.Variant}, s.Base...) {
+		for _, v := range append(append([]Value{s.Variant}, s.VariantReruns...), s.Base...) {
 			if v.Censored {
 				continue
 			}
@@ -117,30 +121,35 @@ func RunNoiseTest(seeds []SeedRuns) (NoiseTest, error) {
 		if len(s.Base) == 0 {
 			continue
 		}
-		allCensored := s.Variant.Censored
-		for _, b := range s.Base {
-			allCensored = allCensored && b.Censored
+		runs := append(append([]Value{s.Variant}, s.VariantReruns...), s.Base...)
+		allCensored := true
+		for _, r := range runs {
+			allCensored = allCensored && r.Censored
 		}
 		if allCensored {
 			continue
 		}
-		pool := []float64{logOf(s.Variant)}
-		for _, b := range s.Base {
-			pool = append(pool, logOf(b))
-		}
-		k := float64(len(s.Base))
+		pool := make([]float64, len(runs))
 		sum := 0.0
-		for _, x := range pool {
-			sum += x
+		for i, r := range runs {
+			pool[i] = logOf(r)
+			sum += pool[i]
 		}
-		opts := make([]float64, len(pool))
-		for i, x := range pool {
-			opts[i] = ((k+1)*x - sum) / k
+		// Every choice of m of the runs as the variant's: the first
+		// choice, runs 0 to m−1, is the one observed.
+		m, k := 1+len(s.VariantReruns), float64(len(s.Base))
+		var opts []float64
+		for _, sub := range subsets(len(pool), m) {
+			in := 0.0
+			for _, i := range sub {
+				in += pool[i]
+			}
+			opts = append(opts, in/float64(m)-(sum-in)/k)
 		}
 		obs += opts[0]
 		options = append(options, opts)
-		minP /= float64(len(pool))
-		total *= float64(len(pool))
+		minP /= float64(len(opts))
+		total *= float64(len(opts))
 	}
 	n := len(options)
 	if n == 0 {
@@ -197,6 +206,27 @@ func RunNoiseTest(seeds []SeedRuns) (NoiseTest, error) {
 	t.PHigher = float64(hi) / float64(t.Relabellings)
 	t.PLower = float64(lo) / float64(t.Relabellings)
 	return t, nil
+}
+
+// subsets lists the m-element subsets of 0 … n−1 in lexicographic order
+// (the first is 0 … m−1).
+func subsets(n, m int) [][]int {
+	var out [][]int
+	cur := make([]int, 0, m)
+	var rec func(from int)
+	rec = func(from int) {
+		if len(cur) == m {
+			out = append(out, slices.Clone(cur))
+			return
+		}
+		for i := from; i <= n-(m-len(cur)); i++ {
+			cur = append(cur, i)
+			rec(i + 1)
+			cur = cur[:len(cur)-1]
+		}
+	}
+	rec(0)
+	return out
 }
 
 // Comparison verdicts of the noise test, one vocabulary for claims and

@@ -114,8 +114,8 @@ func seeds(lo, hi uint64) []uint64 {
 const fairNoAQM = "drr:classify=pair,flows=128,quantum=1500,limit=none"
 
 // rerunLabel labels a study's rerun of its baseline's cells (the arms its
-// claims name), which measures the run-to-run spread its answer weighs
-// each effect against (RerunSpread).
+// claims name): more runs of the baseline for the noise test that judges
+// each claim (Judge).
 const rerunLabel = "rerun of the baseline"
 
 // Studies lists the studies of the report, section 11 (a to e), and the
@@ -156,9 +156,9 @@ func Studies() []Study {
 			Note: "quic-go's initial flow-control windows cannot be varied: go-libp2p's QUIC transport fixes its quic.Config and offers no option for them. The cap is section 5's intervention: quic-go's UDP send buffer stored at 64 KiB (the request capped at 32 KiB, the sndbuf-max knob), its receive buffer left alone; section 5's own seed-7 cells replay with --table s5_sndbuf.",
 			Claims: []Claim{
 				{Text: "B's tail is longer over QUIC than over TCP under Shadow:", Variant: "shadow QUIC, 2 × 7 MiB buffers", Against: "shadow TCP", Direction: +1},
-				{Text: "The shared send buffer makes the tail: capping it at 64 KiB shortens it:", Variant: "shadow QUIC, send buffer capped at 64 KiB (section 5)", Direction: -1},
-				{Text: "B's adaptive request timeout makes the tail: a timeout fixed at 400 ms shortens it:", Variant: "shadow QUIC, B timeout fixed at 400 ms", Direction: -1},
-				{Text: "A shorter first timeout (200 ms) shortens it:", Variant: "shadow QUIC, B timeout from 200 ms", Direction: -1},
+				{Text: "The shared send buffer makes the tail: capping it at 64 KiB shortens it:", Variant: "shadow QUIC, send buffer capped at 64 KiB (section 5)", Direction: -1, Requires: 1},
+				{Text: "B's adaptive request timeout makes the tail: a timeout fixed at 400 ms shortens it:", Variant: "shadow QUIC, B timeout fixed at 400 ms", Direction: -1, Requires: 1},
+				{Text: "A shorter first timeout (200 ms) shortens it:", Variant: "shadow QUIC, B timeout from 200 ms", Direction: -1, Requires: 1},
 			},
 		},
 		{
@@ -197,7 +197,7 @@ func Studies() []Study {
 			},
 			Note: "Figure 9's arms: the three tiers, tier 3 with the discipline at every size (run below 512 KiB only: from 512 KiB tier 3 has it, so the two are one cell), " +
 				"and the reference arms A-tuned 16k and the compress-first code alone 32k. Sections 7 and 8 and their numbers are held back from the report, so there is no reference to replay. " +
-				"The rerun of the baseline repeats the segmented arms at 128 KiB, where their gaps to the whole message are smallest; its run-to-run spread is each arm's at every size.",
+				"The rerun of the baseline repeats the segmented arms at 128 KiB, where their gaps to the whole message are smallest: the noise test counts it among those cells' runs.",
 			Claims: []Claim{
 				{Text: "At 128 KiB every segmented arm is faster than the whole message:", Variant: "128 KiB", AgainstArm: "wholend", Direction: -1},
 				{Text: "At 256 KiB every segmented arm is faster than the whole message:", Variant: "256 KiB", AgainstArm: "wholend", Direction: -1},

@@ -334,6 +334,9 @@ type claimFile struct {
 	// Direction is "lower" (the statistic falls: faster), "higher" or
 	// "same".
 	Direction string `json:"direction"`
+	// Margin and Requires: Claim's (a percentage; a claim's number from 1).
+	Margin   float64 `json:"margin"`
+	Requires int     `json:"requires"`
 }
 
 // claimDirections maps a claim file's direction to Claim.Direction.
@@ -524,10 +527,14 @@ func ReadStudy(r io.Reader) (Study, error) {
 func (s Study) readClaim(cf claimFile) (Claim, error) {
 	dir, ok := claimDirections[cf.Direction]
 	c := Claim{Text: strings.TrimSpace(cf.Text), Variant: cf.Variant, Against: cf.Against, AgainstArm: cf.AgainstArm,
-		Arms: cf.Arms, Stat: cf.Stat, Direction: dir}
+		Arms: cf.Arms, Stat: cf.Stat, Direction: dir, Margin: cf.Margin, Requires: cf.Requires}
 	switch {
 	case c.Text == "":
 		return c, errors.New("no text")
+	case cf.Margin != 0 && dir != 0:
+		return c, fmt.Errorf("margin %g: only a claim of no change (direction \"same\") has one", cf.Margin)
+	case cf.Requires < 0 || cf.Requires > len(s.Claims):
+		return c, fmt.Errorf("requires %d: want the number of an earlier claim (1 to %d)", cf.Requires, len(s.Claims))
 	case !ok:
 		return c, fmt.Errorf("direction %q: want lower, higher or same", cf.Direction)
 	case c.Stat != "" && !slices.Contains(CompareStats, c.Stat):

@@ -211,6 +211,10 @@ func TestReadStudy(t *testing.T) {
 		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "a", "direction": "lower"}]`, `compares variant "a" with itself`},
 		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "b", "arms": ["c32"], "direction": "lower"}]`, `claim 1: arm "c32" is not one of the study's arms (wholend)`},
 		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "b", "stat": "p42", "direction": "lower"}]`, `claim 1: stat "p42"`},
+		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "b", "direction": "lower", "margin": 5}]`, `claim 1: margin 5: only a claim of no change (direction "same") has one`},
+		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "b", "direction": "same", "margin": 101}]`, `claim 1: study x: claim "t": margin 101: want 0 to 100 percent`},
+		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "b", "direction": "lower", "requires": 1}]`, `claim 1: requires 1: want the number of an earlier claim (1 to 0)`},
+		{`"seeds": [7]`, `"seeds": [7], "claims": [{"text": "t", "variant": "b", "direction": "lower"}, {"text": "u", "variant": "b", "direction": "lower", "requires": 2}]`, `claim 2: requires 2: want the number of an earlier claim (1 to 1)`},
 	} {
 		require.Contains(t, ok, c.from)
 		_, err := ReadStudy(strings.NewReader(strings.Replace(ok, c.from, c.to, 1)))
