@@ -174,65 +174,12 @@ func (s Study) judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 		if against != "" {
 			refArm = against
 		}
-		refKey := statKey{ai, refArm}
-		cand, ref := bySeed[statKey{vi, arm.Name}], bySeed[refKey]
-		av := ClaimArm{Arm: arm.Published}
-		pc, pr := map[int]Value{}, map[int]Value{}
-		var runs []SeedRuns
-		for _, seed := range slices.Sorted(maps.Keys(cand)) {
-			r, ok := ref[seed]
-			if !ok {
-				continue
-			}
-			x := cand[seed]
-			av.Seeds++
-			pc[seed], pr[seed] = x, r
-			switch {
-			case x.Censored && r.Censored:
-				av.Censored++
-			case x.Censored || (!r.Censored && x.V > r.V):
-				av.Up++
-			case r.Censored || x.V < r.V:
-				av.Down++
-			}
-			// A rerun of the reference that is the candidate itself (a
-			// claim about the rerun variant) is not counted twice.
-			candKey := keys[statKey{vi, arm.Name}][seed]
-			base := []Value{r}
-			for _, rr := range reruns[refKey][seed] {
-				if rr.key != candKey {
-					base = append(base, rr.v)
-				}
-			}
-			var more []Value
-			if vi != ai || arm.Name != refArm {
-				for _, rr := range reruns[statKey{vi, arm.Name}][seed] {
-					more = append(more, rr.v)
-				}
-			}
-			av.Reruns += len(base) - 1 + len(more)
-			runs = append(runs, SeedRuns{Seed: seed, Variant: x, VariantReruns: more, Base: base})
+		level := 0.95
+		if c.Direction == 0 {
+			level = 0.90
 		}
-		if av.Seeds > 0 {
-			av.Paired = pairedBySeed(pc, pr)
-			t, err := RunNoiseTest(runs)
-			if err == nil {
-				av.Test = &t
-			}
-			level := 0.95
-			if c.Direction == 0 {
-				level = 0.90
-			}
-			var diffs []float64
-			for _, d := range av.Paired.PerSeed {
-				if !d.V.Censored {
-					diffs = append(diffs, d.V.V)
-				}
-			}
-			if len(diffs) == len(av.Paired.PerSeed) {
-				av.Lo, av.Hi, av.Coverage, _ = MedianInterval(diffs, level)
-			}
-		}
+		av := pairArm(statKey{vi, arm.Name}, statKey{ai, refArm}, bySeed, reruns, keys, level)
+		av.Arm = arm.Published
 		v.Arms = append(v.Arms, av)
 		if av.Test != nil {
 			tests = append(tests, *av.Test)
@@ -250,6 +197,67 @@ func (s Study) judge(c Claim, cells []StudyCell, records map[string]*cell.Record
 		}
 	}
 	return v, nil
+}
+
+// pairArm pairs cand's statistic with ref's by seed and runs the noise
+// test on them: at each seed cand's run (and its reruns, unless cand is
+// ref) against ref's run and its reruns, a rerun that is cand's own cell
+// left out; the interval of the median per-seed difference is at level.
+// The returned ClaimArm has no Arm name.
+func pairArm(cand, ref statKey, bySeed map[statKey]map[int]Value, reruns map[statKey]map[int][]rerun, keys map[statKey]map[int]string, level float64) ClaimArm {
+	var av ClaimArm
+	cv, rv := bySeed[cand], bySeed[ref]
+	pc, pr := map[int]Value{}, map[int]Value{}
+	var runs []SeedRuns
+	for _, seed := range slices.Sorted(maps.Keys(cv)) {
+		r, ok := rv[seed]
+		if !ok {
+			continue
+		}
+		x := cv[seed]
+		av.Seeds++
+		pc[seed], pr[seed] = x, r
+		switch {
+		case x.Censored && r.Censored:
+			av.Censored++
+		case x.Censored || (!r.Censored && x.V > r.V):
+			av.Up++
+		case r.Censored || x.V < r.V:
+			av.Down++
+		}
+		candKey := keys[cand][seed]
+		base := []Value{r}
+		for _, rr := range reruns[ref][seed] {
+			if rr.key != candKey {
+				base = append(base, rr.v)
+			}
+		}
+		var more []Value
+		if cand != ref {
+			for _, rr := range reruns[cand][seed] {
+				more = append(more, rr.v)
+			}
+		}
+		av.Reruns += len(base) - 1 + len(more)
+		runs = append(runs, SeedRuns{Seed: seed, Variant: x, VariantReruns: more, Base: base})
+	}
+	if av.Seeds == 0 {
+		return av
+	}
+	av.Paired = pairedBySeed(pc, pr)
+	if t, err := RunNoiseTest(runs); err == nil {
+		av.Test = &t
+	}
+	var diffs []float64
+	for _, d := range av.Paired.PerSeed {
+		if !d.V.Censored {
+			diffs = append(diffs, d.V.V)
+		}
+	}
+	if len(diffs) == len(av.Paired.PerSeed) {
+		av.Lo, av.Hi, av.Coverage, _ = MedianInterval(diffs, level)
+	}
+	return av
 }
 
 // readTests turns the arms' noise tests into the claim's verdict (Judge).

@@ -643,58 +643,137 @@ func pairedBySeed(cand, ref map[int]Value) *Paired {
 	return &pd
 }
 
-// Reading is the study's result in words, computed from its table: per
-// arm and variant, whether the change moved the compared statistic (p50,
-// or the tail's p99) beyond the seeds' spread (every seed's difference on
-// the same side of zero) or not.
-func (s Study) Reading(rows []StudyRow) string {
+// CompareAlpha is the level of each side of a comparison's noise test:
+// a comparison without a claim reads higher or lower at one-sided p ≤
+// CompareAlpha, two-sided 5 % in all.
+const CompareAlpha = ClaimAlpha / 2
+
+// Comparison is one variant and arm against its baseline for one
+// statistic, by the noise test.
+type Comparison struct {
+	Variant, Stat string
+	ClaimArm
+	// Verdict is VerdictHigher, VerdictLower, VerdictNoDifference or
+	// VerdictTooFewSeeds at CompareAlpha each way; "" when no seed paired.
+	Verdict string
+}
+
+// Compare is every variant and arm against its baseline (each variant's
+// Base), p50 then p99, by the noise test with every rerun of the
+// baseline's cells in the study; a study of arms against its BaseArm has
+// none.
+func (s Study) Compare(cells []StudyCell, records map[string]*cell.Record) []Comparison {
 	if s.BaseArm != "" {
-		return s.readingArms(rows)
+		return nil
 	}
-	var b strings.Builder
-	moved, within, missing, single := 0, 0, 0, 0
-	st := s.CompareStat()
-	var parts []string
-	for _, r := range rows {
-		if r.VsBase == nil {
-			if r.Seeds == 0 {
-				missing++
-			}
+	var out []Comparison
+	type stat struct {
+		bySeed map[statKey]map[int]Value
+		reruns map[statKey]map[int][]rerun
+		keys   map[statKey]map[int]string
+	}
+	stats := map[string]stat{}
+	for _, st := range []string{"p50", "p99"} {
+		r, k := s.rerunsBySeed(cells, records, st)
+		stats[st] = stat{s.statBySeed(cells, records, st), r, k}
+	}
+	for _, c := range cells {
+		base := s.baseOf(c.Variant)
+		if base == c.Variant {
 			continue
 		}
-		p := r.VsBase
-		switch {
-		case p.Median.Censored || p.Lo.Censored || p.Hi.Censored:
-			parts = append(parts, fmt.Sprintf("%s under %q: censored seeds, no conclusion", r.Arm, r.Variant))
-		case len(p.PerSeed) < 2:
-			single++
-			parts = append(parts, fmt.Sprintf("%s under %q: %s %s on its one seed", r.Arm, r.Variant, st, FormatDiff(p.Median)))
-		case (p.Lo.V > 0 && p.Hi.V > 0) || (p.Lo.V < 0 && p.Hi.V < 0):
-			moved++
-			against := ""
-			if s.bases() {
-				against = fmt.Sprintf(" against %q", s.Variants[s.baseOf(s.labelIndex(r.Variant))].Label)
+		for _, st := range []string{"p50", "p99"} {
+			d := stats[st]
+			av := pairArm(statKey{c.Variant, c.Arm.Name}, statKey{base, c.Arm.Name}, d.bySeed, d.reruns, d.keys, 0.95)
+			av.Arm = c.Arm.Published
+			cmp := Comparison{Variant: s.Variants[c.Variant].Label, Stat: st, ClaimArm: av}
+			switch {
+			case av.Test != nil:
+				cmp.Verdict = av.Test.Verdict(CompareAlpha)
+			case av.Seeds > 0:
+				cmp.Verdict = VerdictTooFewSeeds
 			}
-			parts = append(parts, fmt.Sprintf("%s under %q%s: %s %s [%s, %s] on every seed", r.Arm, r.Variant, against, st,
-				FormatDiff(p.Median), FormatDiff(p.Lo), FormatDiff(p.Hi)))
-		default:
-			within++
+			out = append(out, cmp)
 		}
 	}
-	if s.bases() {
-		fmt.Fprintf(&b, "Against each variant's baseline, %d arm-variant pairs moved on every seed in the same direction and %d stayed within the seed spread", moved, within)
-	} else {
-		fmt.Fprintf(&b, "Against the baseline %q, %d arm-variant pairs moved on every seed in the same direction and %d stayed within the seed spread", s.Variants[0].Label, moved, within)
+	return out
+}
+
+// FormatComparison writes one comparison: its statistic, verdict, median
+// per-seed difference with its interval, the seeds each way and the
+// noise test's p-values and reruns.
+func FormatComparison(c Comparison) string {
+	if c.Verdict == "" {
+		return c.Stat + " not run"
 	}
-	if single > 0 {
-		fmt.Fprintf(&b, "; %d pairs rest on one seed, with no spread to judge them by", single)
+	out := fmt.Sprintf("%s %s, %s", c.Stat, c.Verdict, FormatDiff(c.Paired.Median))
+	if c.Coverage > 0 {
+		out += fmt.Sprintf(" [%s, %s] (%.3g %% interval)", FormatDiff(Known(c.Lo)), FormatDiff(Known(c.Hi)), 100*c.Coverage)
+	}
+	out += fmt.Sprintf(" over %d seeds (%d up, %d down)", c.Seeds, c.Up, c.Down)
+	if c.Test != nil {
+		out += fmt.Sprintf(", p higher %.3g, lower %.3g, %d reruns", c.Test.PHigher, c.Test.PLower, c.Reruns)
+	}
+	return out
+}
+
+// Reading is the study's result in words. For a study of variants: every
+// variant and arm against its baseline, p50 and p99, by the noise test
+// (Compare), with a count of each verdict; for a study of arms against
+// its BaseArm, the arms in order under each variant (readingArms).
+func (s Study) Reading(cells []StudyCell, records map[string]*cell.Record) string {
+	if s.BaseArm != "" {
+		return s.readingArms(s.Table(cells, records))
+	}
+	var b strings.Builder
+	counts := map[string]int{}
+	var parts []string
+	reruns := false
+	missing := 0
+	cmps := s.Compare(cells, records)
+	for i := 0; i+1 < len(cmps); i += 2 {
+		p50, p99 := cmps[i], cmps[i+1]
+		if p50.Verdict == "" {
+			missing++
+			continue
+		}
+		counts[p50.Verdict]++
+		counts[p99.Verdict]++
+		reruns = reruns || p50.Reruns > 0
+		against := ""
+		if s.bases() {
+			against = fmt.Sprintf(" against %q", s.Variants[s.baseOf(s.labelIndex(p50.Variant))].Label)
+		}
+		parts = append(parts, fmt.Sprintf("%s under %q%s: %s; %s", p50.Arm, p50.Variant, against, FormatComparison(p50), FormatComparison(p99)))
+	}
+	if s.bases() {
+		b.WriteString("Each variant against its baseline")
+	} else {
+		fmt.Fprintf(&b, "Each variant against the baseline %q", s.Variants[0].Label)
+	}
+	b.WriteString(", p50 and p99, by the noise test (two-sided 5 %):")
+	n := 0
+	for _, v := range []string{VerdictLower, VerdictHigher, VerdictNoDifference, VerdictTooFewSeeds} {
+		if counts[v] > 0 {
+			if n > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %d %s", counts[v], v)
+			n++
+		}
+	}
+	if n == 0 {
+		b.WriteString(" nothing paired yet")
 	}
 	if missing > 0 {
 		fmt.Fprintf(&b, " (%d arm-variant pairs have no records yet)", missing)
 	}
 	b.WriteString(".")
 	if len(parts) > 0 {
-		b.WriteString(" " + strings.Join(parts, "; ") + ".")
+		b.WriteString(" " + strings.Join(parts, ". ") + ".")
+	}
+	if len(parts) > 0 && !reruns {
+		b.WriteString(" No rerun of the baseline: each effect is weighed against the seeds' pairing alone; rerun the baseline (--reruns) to weigh it against the run-to-run noise.")
 	}
 	if s.Note != "" {
 		b.WriteString(" " + s.Note)

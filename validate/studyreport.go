@@ -124,7 +124,7 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 	}
 	writeLedger(&b, rows50)
 	writeConnState(&b, rows50)
-	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(s.Table(cells, records)))
+	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(cells, records))
 	switch a, err := s.Answer(cells, records); {
 	case err != nil:
 		fmt.Fprintf(&b, "\nAnswer: %v\n", err)

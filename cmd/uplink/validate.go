@@ -592,7 +592,7 @@ func printStudy(w io.Writer, st validate.Study, cells []validate.StudyCell, reco
 			r.Dups, validate.FormatBytes(r.RxNode), validate.FormatCount(r.QueueDrops), cwnd, lost)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nreading: %s\n", st.Reading(rows))
+	fmt.Fprintf(w, "\nreading: %s\n", st.Reading(cells, records))
 	switch a, err := st.Answer(cells, records); {
 	case err != nil:
 		fmt.Fprintf(w, "\nanswer: %v\n", err)
