@@ -1,9 +1,12 @@
 package validate
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/uplinksim/uplink/protocols/cell"
 )
@@ -291,4 +294,39 @@ func TestStudyComparesArms(t *testing.T) {
 		strings.Contains(got, "not faster") {
 		t.Fatalf("reading with a censored whole message:\n%s", got)
 	}
+}
+
+// TestReadingIdenticalRerun: a grid whose baseline is rerun twice, one
+// rerun identical to the baseline on every seed and a variant 30 % slower
+// on every seed: the identical rerun reads "no difference" (its ties with
+// the baseline count as extreme both ways), the variant "higher" (five
+// seeds, the baseline and two reruns: p = 1/4^5 ≤ 2.5 %).
+func TestReadingIdenticalRerun(t *testing.T) {
+	vs, err := Grid(Variant{Profile: "harness"}, []Axis{{"uplink-qdisc", []string{"fq_codel:profile=simnet", "pie"}}})
+	require.NoError(t, err)
+	for k := 1; k <= 2; k++ {
+		r := vs[0]
+		r.Label, r.Replicate = fmt.Sprintf("rerun %d", k), k
+		vs = append(vs, r)
+	}
+	s := Study{Name: "run --vary", Arms: []string{"wholend"}, N: 12, Payload: 1 << 16, Seeds: seeds(7, 11), Variants: vs}
+	cells, err := s.Cells(0, nil, cell.Config{})
+	require.NoError(t, err)
+	records := map[string]*cell.Record{}
+	for _, c := range cells {
+		for i, cfg := range c.Configs {
+			p50 := 1 + 0.1*float64(i)
+			switch vs[c.Variant].Label {
+			case "uplink-qdisc=pie":
+				p50 *= 1.3
+			case "rerun 2":
+				p50 *= []float64{1.02, 0.97, 1.01, 0.99, 1.03}[i]
+			}
+			p99 := 2 * p50
+			records[cfg.Key()] = &cell.Record{Key: cfg.Key(), P50S: &p50, P99S: &p99}
+		}
+	}
+	r := s.Reading(cells, records)
+	require.Contains(t, r, `wholend under "rerun 1": p50 no difference, 0% [0%, 0%]`)
+	require.Contains(t, r, `wholend under "uplink-qdisc=pie": p50 higher, +30% [+30%, +30%] (93.8 % interval) over 5 seeds (5 up, 0 down), p higher 0.000977, lower 1, 10 reruns`)
 }
