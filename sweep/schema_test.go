@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,25 +76,38 @@ func TestCheckRecordSchema(t *testing.T) {
 }
 
 // TestRecordUnknownField: a line with a field this build does not know (a
-// newer build added it, at the top or inside a known object) still reads,
-// naming the field; writing such a record again is refused, since the line
-// would lose the field, and a record without one writes as before.
+// newer build added it, at the top or inside a known object) reads and
+// checks valid, naming the field; written again (a merge, an export) it is
+// the line as read, so the field is kept; a record without one writes as
+// before.
 func TestRecordUnknownField(t *testing.T) {
 	known, err := ParseRecord([]byte(schema1Line))
 	require.NoError(t, err)
 	require.Empty(t, known.Unknown)
+	require.Nil(t, known.RawLine)
 
 	for line, field := range map[string]string{
 		schema1Line[:len(schema1Line)-1] + `,"stamp_from_later":[186.6]}`:                 "stamp_from_later",
 		schema1Line[:len(schema1Line)-1] + `,"wire_form":{"messages":32,"from_later":1}}`: "from_later",
 	} {
-		r, err := ParseRecord([]byte(line))
+		r, err := ParseRecord([]byte(line + "  "))
 		require.NoError(t, err)
 		require.Equal(t, field, r.Unknown)
 		require.NoError(t, CheckRecord(r))
 		var buf bytes.Buffer
-		err = WriteRecords(&buf, []*cell.Record{known, r})
-		require.EqualError(t, err, fmt.Sprintf(`record k (arm wholend, profile harness, seed 0) holds a field this build does not know, %q (uplink v1 wrote it): written again it would lose it; use a build at least as new as that one`, field))
+		require.NoError(t, WriteRecords(&buf, []*cell.Record{known, r}))
+		lines := strings.Split(buf.String(), "\n")
+		require.Len(t, lines, 3)
+		require.Equal(t, line, lines[1], "the line as read")
+		again, err := ParseRecord([]byte(lines[1]))
+		require.NoError(t, err)
+		require.Equal(t, r, again)
+
+		// Without its line (a record not read through ParseRecord) it is
+		// refused: the field would be lost.
+		r.RawLine = nil
+		_, err = MarshalRecord(r)
+		require.EqualError(t, err, fmt.Sprintf(`record k (arm wholend, profile harness, seed 0) holds a field this build does not know, %q (uplink v1 wrote it), and not the line it was read from: written again it would lose the field`, field))
 	}
 
 	var buf bytes.Buffer

@@ -214,30 +214,16 @@ func (e ShardEvidence) State() (ShardState, string) {
 	return ShardMissing, "not started"
 }
 
-// RecordKeys reads the keys of the valid records in a records file. A
-// file that does not exist holds none; one that is not a regular file is
-// an error.
+// RecordKeys reads the keys of the valid records in a records file
+// (ScanFile: the lines every reader takes). A file that does not exist
+// holds none; one that is not a regular file is an error.
 func RecordKeys(path string) (keys map[string]bool, exists bool, err error) {
 	keys = map[string]bool{}
-	st, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return keys, false, nil
 	}
-	if err != nil {
-		return keys, true, err
-	}
-	if !st.Mode().IsRegular() {
-		return keys, true, errors.New("not a regular file")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return keys, true, err
-	}
-	defer f.Close()
-	err = ScanRecords(f, func(_ int, rec *cell.Record, lerr error) error {
-		if lerr == nil && CheckRecord(rec) == nil {
-			keys[rec.Key] = true
-		}
+	_, err = ScanFile(path, ReadOptions{Regular: true}, func(_ int, rec *cell.Record) error {
+		keys[rec.Key] = true
 		return nil
 	})
 	return keys, true, err

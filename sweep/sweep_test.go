@@ -114,7 +114,7 @@ func TestCheckFile(t *testing.T) {
 	}
 	require.Equal(t, []int{1, 3, 4, 5}, lines)
 	require.ErrorIs(t, problems[0].Err, ErrBOM)
-	require.ErrorContains(t, problems[1].Err, "p99_s 2 is below p50_s 3")
+	require.ErrorContains(t, problems[1].Err, "p99_s: 2 is below p50_s 3")
 	require.ErrorContains(t, problems[2].Err, "no cell key")
 	require.ErrorIs(t, problems[3].Err, ErrRecordCut)
 }

@@ -44,11 +44,11 @@ func recordsCheck(paths []string, stdout io.Writer) error {
 	bad := 0
 	for _, p := range paths {
 		n, problems, err := sweep.CheckFile(p)
-		if err != nil {
-			return fmt.Errorf("records check: %w", pathErrCause(err))
-		}
 		for _, pr := range problems {
 			fmt.Fprintln(stdout, pr)
+		}
+		if err != nil {
+			return fmt.Errorf("records check: %w", err)
 		}
 		bad += len(problems)
 		fmt.Fprintf(stdout, "%s: %d records valid, %d lines wrong\n", p, n, len(problems))
@@ -73,7 +73,7 @@ func recordsMerge(args []string, stdout, stderr io.Writer) error {
 	}
 	recs, rep, err := sweep.Merge(paths)
 	if err != nil {
-		return fmt.Errorf("records merge: %w", pathErrCause(err))
+		return fmt.Errorf("records merge: %w", err)
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stderr, "uplink: skipped: %v\n", p)
@@ -82,7 +82,7 @@ func recordsMerge(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "uplink: conflict: %s (each kept)\n", c)
 	}
 	if err := writeFileAtomic(out, func(w io.Writer) error { return sweep.WriteRecords(w, recs) }); err != nil {
-		return fmt.Errorf("records merge: %w", err)
+		return fmt.Errorf("records merge: %s: %w", out, pathErrCause(err))
 	}
 	fmt.Fprintf(stdout, "%s: %d records from %d read (%d duplicates, %d conflicts, %d lines skipped)\n",
 		out, rep.Written, rep.Read, rep.Duplicates, len(rep.Conflicts), len(rep.Problems))
@@ -104,12 +104,12 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, p := range fs.Args() {
 		if _, err := os.Stat(p); err != nil {
-			return usageError{fmt.Errorf("summarize: %w", err)}
+			return usageError{fmt.Errorf("summarize: %s: %w", p, pathErrCause(err))}
 		}
 	}
 	recs, rep, err := sweep.Merge(fs.Args())
 	if err != nil {
-		return fmt.Errorf("summarize: %w", pathErrCause(err))
+		return fmt.Errorf("summarize: %w", err)
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stderr, "uplink: skipped: %v\n", p)

@@ -11,10 +11,21 @@ import (
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
-// recordLine is a records file line of a record with key and version v.
+// validRecord is a valid record (sweep.CheckRecord) with key and version
+// v: 5 nodes, every receiver complete.
+func validRecord(key, v string) *cell.Record {
+	p50, last := 0.7, 1.2
+	late := 0
+	return &cell.Record{Schema: cell.RecordSchema, Key: key, Version: v, Arm: "wholend", Profile: "harness", N: 5, Total: 4,
+		Completed: 4, PayloadBytes: 1024, WindowS: 8, P50S: &p50, P90S: &last, P99S: &last, LastS: &last, Late: &late,
+		CompletionUS: []int64{500000, 700000, 900000, 1200000}, Partitions: 1}
+}
+
+// recordLine is a records file line of a valid record with key and
+// version v.
 func recordLine(t *testing.T, key, v string) string {
 	t.Helper()
-	b, err := json.Marshal(cell.Record{Key: key, Version: v})
+	b, err := json.Marshal(validRecord(key, v))
 	require.NoError(t, err)
 	return string(b) + "\n"
 }
@@ -28,7 +39,7 @@ func TestAppendAfterPartialLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(first+`{"key":"b","ar`), 0o644))
 	f, err := openRecordFile(path)
 	require.NoError(t, err)
-	require.NoError(t, appendRecord(f, &cell.Record{Key: "c", Version: "v"}))
+	require.NoError(t, appendRecord(f, validRecord("c", "v")))
 	require.NoError(t, f.Close())
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -209,23 +209,18 @@ func differingFiles(scratch, folder string) ([]string, error) {
 	return out, nil
 }
 
-// readFolderRecords reads a results folder's records.jsonl; a line that
-// is not a record is an error.
+// readFolderRecords reads a results folder's records.jsonl through the
+// one reader (sweep.ReadRecords): any line that is not a valid record,
+// blank and cut short included, is an error naming the file and line.
 func readFolderRecords(folder string) ([]*cell.Record, error) {
-	f, err := os.Open(filepath.Join(folder, "records.jsonl"))
+	recs, problems, err := sweep.ReadRecords(filepath.Join(folder, "records.jsonl"), sweep.ReadOptions{Strict: true})
 	if err != nil {
-		return nil, pathErrCause(err)
+		return nil, err
 	}
-	defer f.Close()
-	var recs []*cell.Record
-	err = sweep.ScanRecords(f, func(line int, rec *cell.Record, err error) error {
-		if err != nil {
-			return fmt.Errorf("records.jsonl line %d: %w", line, err)
-		}
-		recs = append(recs, rec)
-		return nil
-	})
-	return recs, err
+	if len(problems) > 0 {
+		return nil, problems[0]
+	}
+	return recs, nil
 }
 
 // readCommand reads a results folder's command: its first line that is

@@ -273,47 +273,38 @@ func reusePaths(pattern string) ([]string, error) {
 
 // readRecords reads a JSON Lines records file, given with flag (--cache,
 // --reuse, or run's --out), into a map by key (a later record of the same
-// key wins), keeping only version v's records unless anyVersion. A missing
-// --cache or --out is empty (a first run creates it). A record cut short
-// (a writer killed mid-line) is skipped with a warning; any other line
-// that is not a cell record is an error naming the file and line.
+// key wins), keeping only version v's records unless anyVersion. Its lines
+// go through the one reader (sweep.ScanFile, strict): a missing --cache or
+// --out is empty (a first run creates it) and must otherwise be a regular
+// file (a run appends to it); a blank line or a record cut short (a writer
+// killed mid-line) is skipped with a warning; any other line that is not
+// a valid record is an error naming the file and line.
 func readRecords(path, flag, v string, anyVersion bool, stderr io.Writer) (map[string]*cell.Record, error) {
 	out := map[string]*cell.Record{}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) && flag != "--reuse" {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, path, pathErrCause(err))
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, path, pathErrCause(err))
-	} else if !st.Mode().IsRegular() {
-		return nil, usageError{fmt.Errorf("%s %s: not a regular file (a records file is JSON Lines, one record a line)", flag, path)}
-	}
 	other := 0
-	err = sweep.ScanRecords(f, func(line int, rec *cell.Record, lerr error) error {
-		switch {
-		case lerr == sweep.ErrBlankLine:
-		case lerr == sweep.ErrRecordCut:
-			fmt.Fprintf(stderr, "uplink: %s line %d: %v, skipped\n", path, line, lerr)
-		case lerr == sweep.ErrBOM:
-			return usageError{fmt.Errorf("%s %s line 1: %w", flag, path, lerr)}
-		case lerr != nil:
-			return usageError{fmt.Errorf("%s %s line %d: not a cell record: %w", flag, path, line, lerr)}
-		case rec.Version != v && !anyVersion:
+	appended := flag != "--reuse"
+	problems, err := sweep.ScanFile(path, sweep.ReadOptions{MissingEmpty: appended, Regular: appended, Strict: true}, func(_ int, rec *cell.Record) error {
+		if rec.Version != v && !anyVersion {
 			other++
-		default:
+		} else {
 			out[rec.Key] = rec
 		}
 		return nil
 	})
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "uplink: %v, skipped\n", p)
+	}
 	if err != nil {
-		if _, ok := err.(usageError); ok {
-			return nil, err
+		var p sweep.Problem
+		switch {
+		case !errors.As(err, &p):
+			return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+		case p.Line == 0:
+			return nil, usageError{fmt.Errorf("%s %w", flag, err)}
+		case errors.Is(err, sweep.ErrBOM) || errors.Is(err, sweep.ErrLineTooLong) || errors.Is(err, sweep.ErrNotRecords):
+			return nil, usageError{fmt.Errorf("%s %w", flag, err)}
 		}
-		return nil, fmt.Errorf("%s %s %w", flag, path, pathErrCause(err))
+		return nil, usageError{fmt.Errorf("%s %s line %d: not a cell record: %w", flag, p.Path, p.Line, p.Err)}
 	}
 	if other > 0 {
 		hint := "; --any-version reuses them"

@@ -136,9 +136,13 @@ type Record struct {
 	Schema int `json:"schema"`
 	// Unknown is, in a record read from a line, the first field of that
 	// line this build does not know (a newer build wrote it), or "".
-	// Written again, the record would lack it: writers refuse such a
-	// record (sweep.MarshalRecord).
-	Unknown      string   `json:"-"`
+	// Every reader takes such a record without the field.
+	Unknown string `json:"-"`
+	// RawLine is, in a record read with an Unknown field, the line it
+	// was read from: writers write such a record as that line
+	// (sweep.MarshalRecord), so the field survives a merge or an export.
+	// Such a record is passed on as read, never changed.
+	RawLine      []byte   `json:"-"`
 	Key          string   `json:"key"` // Config.Key of the run
 	Arm          string   `json:"arm"` // the published name (harness records)
 	Seed         uint64   `json:"seed"`
