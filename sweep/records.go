@@ -11,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -739,62 +740,115 @@ func CheckFile(path string) (records int, problems []Problem, err error) {
 	return records, problems, err
 }
 
+// What Merge does when one cell has several different records
+// (MergeOptions.OnConflict).
+const (
+	// OnConflictRefuse keeps none: Merge fails (ErrConflict), naming
+	// each cell.
+	OnConflictRefuse = "refuse"
+	// OnConflictNewest keeps the last one read: files in the order
+	// given, lines in file order.
+	OnConflictNewest = "newest"
+)
+
+// ErrConflict is Merge's error when a cell has several different records
+// and MergeOptions.OnConflict is OnConflictRefuse.
+var ErrConflict = errors.New("a cell with several different records")
+
+// MergeOptions says how Merge treats a cell with several records.
+type MergeOptions struct {
+	// OnConflict is OnConflictRefuse ("refuse", also for "") or
+	// OnConflictNewest ("newest").
+	OnConflict string
+}
+
+// Conflict is a cell with several different records: of several uplink
+// versions, or different records of one version.
+type Conflict struct {
+	Key      string
+	Versions []string // the uplink version of each different record, in the order read
+}
+
+// String names the cell and its records' versions.
+func (c Conflict) String() string {
+	return fmt.Sprintf("cell %s has %d different records, of uplink %s", c.Key, len(c.Versions), strings.Join(c.Versions, ", "))
+}
+
 // MergeReport says what Merge did.
 type MergeReport struct {
 	Read, Written int
-	Duplicates    int       // the same record (key and version) more than once: the last kept
-	Conflicts     []string  // one key with records of several versions: each kept
-	Problems      []Problem // lines skipped
+	Duplicates    int        // a record read again, the same as one already read: kept once
+	Conflicts     []Conflict // cells with several different records, by key
+	Problems      []Problem  // lines that are not records, skipped
 }
 
-// Merge reads the records files in order and returns their records, one
-// per cell key and uplink version (a later one replaces an earlier one:
-// the files are taken oldest first), sorted by key and version, with a
-// report. A line that is not a valid record is skipped and reported.
-func Merge(paths []string) ([]*cell.Record, MergeReport, error) {
+// Merge reads the records files in order and returns one record per
+// cell key, sorted by key, with a report. A record the same as one
+// already read is a duplicate, kept once. A cell with several different
+// records (a rerun by another build, a changed record) is a conflict,
+// which opts.OnConflict settles: OnConflictRefuse (the default) returns
+// no records and an error wrapping ErrConflict that names each cell, as
+// the report does; OnConflictNewest keeps the last one read (the files in the
+// order given, each file's lines in order) and reports the cells. A line
+// that is not a record is skipped and reported; a file that cannot be
+// read or is not a records file is an error naming it.
+func Merge(paths []string, opts MergeOptions) ([]*cell.Record, MergeReport, error) {
 	var rep MergeReport
-	type kv struct{ key, version string }
-	byKV := map[kv]*cell.Record{}
-	versions := map[string]map[string]bool{}
+	switch opts.OnConflict {
+	case "", OnConflictRefuse, OnConflictNewest:
+	default:
+		return nil, rep, fmt.Errorf("on conflict %q: want %s or %s", opts.OnConflict, OnConflictRefuse, OnConflictNewest)
+	}
+	byKey := map[string]*cell.Record{}
+	distinct := map[string][]*cell.Record{} // every different record of a conflicting key
 	for _, path := range paths {
 		problems, err := ScanFile(path, ReadOptions{}, func(_ int, rec *cell.Record) error {
 			rep.Read++
-			k := kv{rec.Key, rec.Version}
-			if byKV[k] != nil {
+			prev := byKey[rec.Key]
+			byKey[rec.Key] = rec
+			switch {
+			case prev == nil:
+			case reflect.DeepEqual(prev, rec):
 				rep.Duplicates++
+			default:
+				d := distinct[rec.Key]
+				if d == nil {
+					d = []*cell.Record{prev}
+				}
+				if !slices.ContainsFunc(d, func(x *cell.Record) bool { return reflect.DeepEqual(x, rec) }) {
+					d = append(d, rec)
+				} else {
+					rep.Duplicates++
+				}
+				distinct[rec.Key] = d
 			}
-			byKV[k] = rec
-			if versions[rec.Key] == nil {
-				versions[rec.Key] = map[string]bool{}
-			}
-			versions[rec.Key][rec.Version] = true
 			return nil
 		})
-		for _, p := range problems {
-			if p.Err != ErrBlankLine {
-				rep.Problems = append(rep.Problems, p)
-			}
-		}
+		rep.Problems = append(rep.Problems, problems...)
 		if err != nil {
 			return nil, rep, err
 		}
 	}
-	out := make([]*cell.Record, 0, len(byKV))
-	for _, r := range byKV {
+	for key, d := range distinct {
+		c := Conflict{Key: key}
+		for _, r := range d {
+			c.Versions = append(c.Versions, r.Version)
+		}
+		rep.Conflicts = append(rep.Conflicts, c)
+	}
+	sort.Slice(rep.Conflicts, func(i, j int) bool { return rep.Conflicts[i].Key < rep.Conflicts[j].Key })
+	if len(rep.Conflicts) > 0 && opts.OnConflict != OnConflictNewest {
+		names := make([]string, len(rep.Conflicts))
+		for i, c := range rep.Conflicts {
+			names[i] = c.String()
+		}
+		return nil, rep, fmt.Errorf("%w: %s", ErrConflict, strings.Join(names, "; "))
+	}
+	out := make([]*cell.Record, 0, len(byKey))
+	for _, r := range byKey {
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Key != out[j].Key {
-			return out[i].Key < out[j].Key
-		}
-		return out[i].Version < out[j].Version
-	})
-	for key, vs := range versions {
-		if len(vs) > 1 {
-			rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("cell %s has records of %d uplink versions", key, len(vs)))
-		}
-	}
-	sort.Strings(rep.Conflicts)
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	rep.Written = len(out)
 	return out, rep, nil
 }

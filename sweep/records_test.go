@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -207,7 +208,7 @@ func TestScanFileDevZero(t *testing.T) {
 	}
 	_, _, err := CheckFile("/dev/zero")
 	require.EqualError(t, err, "/dev/zero line 1: a line longer than 64 MiB: not a records file")
-	_, _, err = Merge([]string{"/dev/zero"})
+	_, _, err = Merge([]string{"/dev/zero"}, MergeOptions{})
 	require.EqualError(t, err, "/dev/zero line 1: a line longer than 64 MiB: not a records file")
 	_, _, err = RecordKeys("/dev/zero")
 	require.EqualError(t, err, "/dev/zero: not a regular file (a records file is JSON Lines, one record a line)")
@@ -261,6 +262,104 @@ func TestReadRecordsOptions(t *testing.T) {
 	require.Len(t, problems, 1, "the blank line before it")
 }
 
+// writeFiles writes each content under dir, returning the paths in order.
+func writeFiles(t *testing.T, dir string, contents ...string) []string {
+	t.Helper()
+	var paths []string
+	for i, c := range contents {
+		p := filepath.Join(dir, fmt.Sprintf("f%d.jsonl", i))
+		require.NoError(t, os.WriteFile(p, []byte(c), 0o644))
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// TestMergeOneRecordPerCell: Merge keeps one record per cell. The same
+// record twice is a duplicate, kept once; records of a cell by two uplink
+// versions (or two different ones of one version) are a conflict: refused
+// by default, naming each cell and its versions, or settled by keeping
+// the last one read. Wrong lines are skipped and reported.
+func TestMergeOneRecordPerCell(t *testing.T) {
+	dir := t.TempDir()
+	rec := func(key, version, p50 string) string {
+		us := map[string]string{"0.7": "700000", "0.8": "800000", "0.9": "900000"}[p50]
+		return edit(t, goodLine, "key", `"`+key+`"`, "version", `"`+version+`"`, "p50_s", p50,
+			"completion_us", "[500000,"+us+",1310000]") + "\n"
+	}
+	// k1: the same record in both files. k2: rebuilt binary, v2. k3: two
+	// different records of v1. k4: only in the second file.
+	paths := writeFiles(t, dir,
+		rec("k1", "v1", "0.7")+rec("k2", "v1", "0.7")+rec("k3", "v1", "0.7")+"not json\n",
+		rec("k4", "v1", "0.7")+rec("k1", "v1", "0.7")+rec("k2", "v2", "0.8")+rec("k3", "v1", "0.9"))
+
+	recs, rep, err := Merge(paths, MergeOptions{})
+	require.ErrorIs(t, err, ErrConflict)
+	require.EqualError(t, err, "a cell with several different records: cell k2 has 2 different records, of uplink v1, v2; cell k3 has 2 different records, of uplink v1, v1")
+	require.Nil(t, recs)
+	require.Equal(t, []Conflict{{"k2", []string{"v1", "v2"}}, {"k3", []string{"v1", "v1"}}}, rep.Conflicts)
+	require.Equal(t, "cell k2 has 2 different records, of uplink v1, v2", rep.Conflicts[0].String())
+	require.Len(t, rep.Problems, 1)
+	require.Equal(t, paths[0]+" line 4: invalid character 'o' in literal null (expecting 'u')", rep.Problems[0].Error())
+
+	_, _, err = Merge(paths, MergeOptions{OnConflict: "oldest"})
+	require.EqualError(t, err, `on conflict "oldest": want refuse or newest`)
+
+	recs, rep, err = Merge(paths, MergeOptions{OnConflict: OnConflictNewest})
+	require.NoError(t, err)
+	require.Equal(t, 7, rep.Read)
+	require.Equal(t, 4, rep.Written)
+	require.Equal(t, 1, rep.Duplicates)
+	require.Len(t, rep.Conflicts, 2)
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%s %s %g", r.Key, r.Version, *r.P50S))
+	}
+	require.Equal(t, []string{"k1 v1 0.7", "k2 v2 0.8", "k3 v1 0.9", "k4 v1 0.7"}, got, "one a cell, the last read, by key")
+
+	// The files in the other order: the other records are the newest.
+	recs, _, err = Merge([]string{paths[1], paths[0]}, MergeOptions{OnConflict: OnConflictNewest})
+	require.NoError(t, err)
+	require.Equal(t, "v1", recs[1].Version)
+	require.Equal(t, 0.7, *recs[2].P50S)
+
+	// A merge's output merged again with its inputs adds nothing.
+	out := filepath.Join(dir, "merged.jsonl")
+	var buf bytes.Buffer
+	require.NoError(t, WriteRecords(&buf, recs))
+	require.NoError(t, os.WriteFile(out, buf.Bytes(), 0o644))
+	again, rep, err := Merge([]string{out, paths[1], paths[0]}, MergeOptions{OnConflict: OnConflictNewest})
+	require.NoError(t, err)
+	require.Equal(t, recs, again)
+	require.Len(t, rep.Conflicts, 2)
+
+	// A file that is not a records file ends the merge, naming it.
+	_, _, err = Merge([]string{paths[0], filepath.Join(dir, "none.jsonl")}, MergeOptions{})
+	require.EqualError(t, err, filepath.Join(dir, "none.jsonl")+": no such file or directory")
+}
+
+// TestMergeKeepsUnknownField: a record with a field this build does not
+// know merges as the line it was read from, so the merged file keeps it.
+func TestMergeKeepsUnknownField(t *testing.T) {
+	dir := t.TempDir()
+	later := edit(t, goodLine, "from_a_later_build", `[1,2]`)
+	paths := writeFiles(t, dir, later+"\n"+edit(t, goodLine, "key", `"k0"`)+"\n")
+	n, problems, err := CheckFile(paths[0])
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	require.Equal(t, 2, n)
+	recs, _, err := Merge(paths, MergeOptions{})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, WriteRecords(&buf, recs))
+	lines := strings.Split(buf.String(), "\n")
+	require.Len(t, lines, 3)
+	require.Equal(t, later, lines[0], "the line as read")
+	r, err := ParseRecord([]byte(lines[1]))
+	require.NoError(t, err)
+	require.Equal(t, "k0", r.Key)
+	require.Empty(t, r.Unknown)
+}
+
 // failingReader fails after its content.
 type failingReader struct{ r io.Reader }
 
@@ -283,4 +382,31 @@ func TestScanRecordsReadError(t *testing.T) {
 	})
 	require.EqualError(t, err, "line 2: input/output error")
 	require.Equal(t, 1, n)
+}
+
+// ExampleMerge merges two records files, one record per cell, keeping
+// the newest record of a cell that a rebuilt uplink ran again.
+func ExampleMerge() {
+	dir, err := os.MkdirTemp("", "merge-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	rec := func(version string) string {
+		return strings.Replace(goodLine, `"version":"v1"`, `"version":"`+version+`"`, 1) + "\n"
+	}
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	os.WriteFile(a, []byte(rec("v1")), 0o644)
+	os.WriteFile(b, []byte(rec("v2")), 0o644)
+
+	_, rep, err := Merge([]string{a, b}, MergeOptions{})
+	fmt.Println(err)
+	fmt.Println(rep.Conflicts[0].Versions)
+	recs, _, err := Merge([]string{a, b}, MergeOptions{OnConflict: OnConflictNewest})
+	fmt.Println(len(recs), recs[0].Version, err)
+	// Output:
+	// a cell with several different records: cell k has 2 different records, of uplink v1, v2
+	// [v1 v2]
+	// 1 v2 <nil>
 }

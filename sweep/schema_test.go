@@ -68,7 +68,7 @@ func TestCheckRecordSchema(t *testing.T) {
 	require.Equal(t, 2, problems[0].Line)
 	require.ErrorContains(t, problems[0].Err, "record schema 99 is newer")
 
-	recs, rep, err := Merge([]string{path})
+	recs, rep, err := Merge([]string{path}, MergeOptions{})
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	require.Equal(t, 2, rep.Duplicates+rep.Written)

@@ -1,11 +1,9 @@
 package sweep
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -117,30 +115,4 @@ func TestCheckFile(t *testing.T) {
 	require.ErrorContains(t, problems[1].Err, "p99_s: 2 is below p50_s 3")
 	require.ErrorContains(t, problems[2].Err, "no cell key")
 	require.ErrorIs(t, problems[3].Err, ErrRecordCut)
-}
-
-// TestMerge: one record per key and version, the later file's winning; a
-// key with two versions is a conflict, kept twice; bad lines are skipped
-// and reported.
-func TestMerge(t *testing.T) {
-	dir := t.TempDir()
-	rec := func(key, version string, p50 string) string {
-		return `{"key":"` + key + `","arm":"wholend","profile":"harness","version":"` + version + `","n":10,"total":9,"completed":9,"payload_bytes":1024,"p50_s":` + p50 + "}\n"
-	}
-	a := filepath.Join(dir, "a.jsonl")
-	b := filepath.Join(dir, "b.jsonl")
-	require.NoError(t, os.WriteFile(a, []byte(rec("k1", "v1", "1")+rec("k2", "v1", "2")+"not json\n"), 0o644))
-	require.NoError(t, os.WriteFile(b, []byte(rec("k1", "v1", "1.5")+rec("k2", "v2", "2.5")), 0o644))
-	recs, rep, err := Merge([]string{a, b})
-	require.NoError(t, err)
-	require.Equal(t, 4, rep.Read)
-	require.Equal(t, 3, rep.Written)
-	require.Equal(t, 1, rep.Duplicates)
-	require.Len(t, rep.Problems, 1)
-	require.Equal(t, []string{"cell k2 has records of 2 uplink versions"}, rep.Conflicts)
-	require.Equal(t, "k1", recs[0].Key)
-	require.Equal(t, 1.5, *recs[0].P50S)
-	var buf bytes.Buffer
-	require.NoError(t, WriteRecords(&buf, recs))
-	require.Equal(t, 3, strings.Count(buf.String(), "\n"))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -14,8 +15,21 @@ import (
 )
 
 const recordsUsage = `Usage:
-  uplink records check FILE...       check every line of records files
-  uplink records merge OUT FILE...   merge records files into OUT, one record per cell and version
+  uplink records check FILE...
+      check every line of records files (sweep.CheckRecord's rules, docs/records.md)
+  uplink records merge [--on-conflict refuse|newest] [--force] OUT FILE...
+      merge records files into OUT, one record per cell (key), sorted by key
+
+A cell with several different records in the files (a rerun by another
+uplink version, a changed record) is a conflict:
+  --on-conflict refuse   (the default) write nothing and fail, naming each
+                         such cell and the versions of its records
+  --on-conflict newest   keep the last record read: the files in the order
+                         given, each file's lines in order
+The same record read twice is kept once. OUT may be among the FILEs: the
+merge then adds to it (OUT is replaced only once it is written whole). An
+OUT that exists and is not among them is refused, unless --force replaces
+it. Lines that are not records are skipped and listed.
 `
 
 // cmdRecords checks or merges records files.
@@ -59,27 +73,80 @@ func recordsCheck(paths []string, stdout io.Writer) error {
 	return nil
 }
 
-// recordsMerge merges the files (oldest first) into out, written through
-// a temporary file.
-func recordsMerge(args []string, stdout, stderr io.Writer) error {
-	if len(args) < 2 {
-		return usageError{errors.New("records merge: want OUT and at least one records file")}
+// onConflictFlag adds --on-conflict to fs: how a merge of records files
+// settles a cell with several different records (sweep.MergeOptions).
+func onConflictFlag(fs *pflag.FlagSet) *string {
+	return fs.String("on-conflict", sweep.OnConflictRefuse, "a cell with several different records in the files: refuse (fail, naming the cells) or newest (keep the last one read: the files in the order given, lines in file order)")
+}
+
+// checkOnConflict refuses an --on-conflict that is not a rule.
+func checkOnConflict(cmd, onConflict string) error {
+	if onConflict != sweep.OnConflictRefuse && onConflict != sweep.OnConflictNewest {
+		return usageError{fmt.Errorf("%s: --on-conflict %q: want %s or %s", cmd, onConflict, sweep.OnConflictRefuse, sweep.OnConflictNewest)}
 	}
-	out, paths := args[0], args[1:]
-	for _, p := range paths {
-		if p == out {
-			return usageError{fmt.Errorf("records merge: %s is both the output and an input; merge into a new file", out)}
-		}
+	return nil
+}
+
+// mergeFiles merges records files (sweep.Merge) for the command cmd,
+// printing the lines skipped to stderr; a conflict refused names each
+// cell, what was not done (refused) and the flag that settles it.
+func mergeFiles(cmd, refused string, paths []string, onConflict string, stderr io.Writer) ([]*cell.Record, sweep.MergeReport, error) {
+	if err := checkOnConflict(cmd, onConflict); err != nil {
+		return nil, sweep.MergeReport{}, err
 	}
-	recs, rep, err := sweep.Merge(paths)
-	if err != nil {
-		return fmt.Errorf("records merge: %w", err)
-	}
+	recs, rep, err := sweep.Merge(paths, sweep.MergeOptions{OnConflict: onConflict})
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stderr, "uplink: skipped: %v\n", p)
 	}
+	if errors.Is(err, sweep.ErrConflict) {
+		var b strings.Builder
+		cells := fmt.Sprintf("%d cells have", len(rep.Conflicts))
+		if len(rep.Conflicts) == 1 {
+			cells = "1 cell has"
+		}
+		fmt.Fprintf(&b, "%s: %s several different records (%s):", cmd, cells, refused)
+		for _, c := range rep.Conflicts {
+			fmt.Fprintf(&b, "\n  %v", c)
+		}
+		fmt.Fprintf(&b, "\n--on-conflict newest keeps each cell's last record read (the files in the order given, lines in file order); or remove the records not wanted")
+		return nil, rep, errors.New(b.String())
+	}
+	if err != nil {
+		return nil, rep, fmt.Errorf("%s: %w", cmd, err)
+	}
 	for _, c := range rep.Conflicts {
-		fmt.Fprintf(stderr, "uplink: conflict: %s (each kept)\n", c)
+		fmt.Fprintf(stderr, "uplink: conflict: %v: kept the last read (--on-conflict newest)\n", c)
+	}
+	return recs, rep, nil
+}
+
+// recordsMerge merges the files into out (sweep.Merge), written whole
+// before it replaces out.
+func recordsMerge(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("uplink records merge", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, recordsUsage) }
+	onConflict := onConflictFlag(fs)
+	force := fs.Bool("force", false, "replace an OUT that exists and is not among the files")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError{fmt.Errorf("records merge: %w", err)}
+	}
+	if fs.NArg() < 2 {
+		return usageError{errors.New("records merge: want OUT and at least one records file")}
+	}
+	out, paths := fs.Arg(0), fs.Args()[1:]
+	if err := checkOnConflict("records merge", *onConflict); err != nil {
+		return err
+	}
+	if err := checkMergeOut(out, paths, *force); err != nil {
+		return err
+	}
+	recs, rep, err := mergeFiles("records merge", out+" not written", paths, *onConflict, stderr)
+	if err != nil {
+		return err
 	}
 	if err := writeFileAtomic(out, func(w io.Writer) error { return sweep.WriteRecords(w, recs) }); err != nil {
 		return fmt.Errorf("records merge: %s: %w", out, pathErrCause(err))
@@ -89,10 +156,36 @@ func recordsMerge(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// cmdSummarize prints run's table from records files alone.
+// checkMergeOut refuses an out that is a regular file holding records a
+// merge would lose: one that exists and is not among the inputs (by the
+// file, a link to an input counting as it), unless force. A device or
+// pipe (/dev/stdout) holds none.
+func checkMergeOut(out string, paths []string, force bool) error {
+	st, err := os.Stat(out)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("records merge: %s: %w", out, pathErrCause(err))
+	case st.IsDir():
+		return usageError{fmt.Errorf("records merge: OUT %s is a folder; name the merged records file", out)}
+	case force || !st.Mode().IsRegular():
+		return nil
+	}
+	for _, p := range paths {
+		if pst, err := os.Stat(p); err == nil && os.SameFile(st, pst) {
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("records merge: OUT %s exists and is not among the files merged: its records would be lost; name it among them too to merge into it, or --force to replace it", out)}
+}
+
+// cmdSummarize prints run's table from records files, one record per
+// cell (sweep.Merge, --on-conflict as records merge's).
 func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink summarize", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	onConflict := onConflictFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -107,15 +200,12 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 			return usageError{fmt.Errorf("summarize: %s: %w", p, pathErrCause(err))}
 		}
 	}
-	recs, rep, err := sweep.Merge(fs.Args())
+	recs, _, err := mergeFiles("summarize", "no table", fs.Args(), *onConflict, stderr)
 	if err != nil {
-		return fmt.Errorf("summarize: %w", err)
-	}
-	for _, p := range rep.Problems {
-		fmt.Fprintf(stderr, "uplink: skipped: %v\n", p)
+		return err
 	}
 	if len(recs) == 0 {
-		return errors.New("summarize: no valid record in the files")
+		return fmt.Errorf("summarize: no valid record in %s", strings.Join(fs.Args(), ", "))
 	}
 	printTable(stdout, recs)
 	return nil

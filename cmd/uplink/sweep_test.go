@@ -51,11 +51,16 @@ func TestRecordsCommands(t *testing.T) {
 	require.Contains(t, out.String(), a+" line 2: a record cut short")
 	require.Contains(t, out.String(), b+": 2 records valid, 0 lines wrong")
 
+	// k1 has two different records: refused unless the newest is kept.
 	merged := filepath.Join(dir, "merged.jsonl")
 	out.Reset()
 	errb.Reset()
-	require.Equal(t, 0, run([]string{"records", "merge", merged, a, b}, &out, &errb), errb.String())
-	require.Contains(t, out.String(), "2 records from 3 read (1 duplicates, 0 conflicts, 1 lines skipped)")
+	require.Equal(t, 1, run([]string{"records", "merge", merged, a, b}, &out, &errb))
+	require.Contains(t, errb.String(), "cell k1 has 2 different records, of uplink v1, v1")
+	require.NoFileExists(t, merged)
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"records", "merge", "--on-conflict", "newest", merged, a, b}, &out, &errb), errb.String())
+	require.Contains(t, out.String(), "2 records from 3 read (0 duplicates, 1 conflicts, 1 lines skipped)")
 	out.Reset()
 	require.Equal(t, 0, run([]string{"records", "check", merged}, &out, &errb), out.String())
 
