@@ -14,9 +14,10 @@
 //   - a symbolic link: followed, and its final target written as above,
 //     so the link stays a link; a link whose target is missing is
 //     refused, as cp refuses to write through a dangling link;
-//   - a character device or a named pipe (/dev/null, /dev/stdout, a
-//     shell's process substitution): written in place, as cp does,
-//     never removed or replaced;
+//   - a character device or a named pipe (/dev/null, a shell's process
+//     substitution): written in place, as cp does, never removed or
+//     replaced; so is what a link only the kernel can follow names
+//     (/dev/stdout to a pipe or a file);
 //   - a directory, a socket, a block device or anything else: refused
 //     with an error naming what it is.
 package outfile
@@ -66,11 +67,25 @@ type File struct {
 // Create starts writing path, following what the path is as the package
 // comment says; an error names the path and why it cannot be written.
 func Create(path string, mode Mode) (*File, error) {
-	target, fi, err := resolve(path)
+	target, fi, magic, err := resolve(path)
 	if err != nil {
 		return nil, err
 	}
 	f := &File{path: path, target: target, mode: mode, perm: 0o644}
+	if magic {
+		// A link only the kernel can follow (/dev/stdout, /proc/self/fd/N
+		// to a pipe or an open file): what it names is written in place,
+		// as a shell's redirection would.
+		if t := fi.Mode().Type(); t != 0 && t&fs.ModeCharDevice == 0 && t != fs.ModeNamedPipe {
+			return nil, fmt.Errorf("cannot write %s: it is %s, not a regular file (not replaced)", path, kind(t))
+		}
+		dev, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("cannot write %s: %w", path, cause(err))
+		}
+		f.dev = dev
+		return f, nil
+	}
 	if fi != nil {
 		switch t := fi.Mode().Type(); {
 		case t == 0: // a regular file
@@ -99,32 +114,38 @@ func Create(path string, mode Mode) (*File, error) {
 
 // resolve follows path's symbolic links to the file to write, returning
 // it with its information, or nil information when it does not exist.
-func resolve(path string) (string, fs.FileInfo, error) {
+// magic reports a link whose target has no name in the file system but
+// that the kernel follows (/proc/self/fd/1 to "pipe:[…]"): fi is then
+// what the kernel finds at path.
+func resolve(path string) (target string, fi fs.FileInfo, magic bool, err error) {
 	p := path
 	for range maxLinks {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			if p != path {
-				return "", nil, fmt.Errorf("cannot write %s: it is a symbolic link to %s, which does not exist (not written through a dangling link)", path, p)
+				if kfi, kerr := os.Stat(path); kerr == nil {
+					return path, kfi, true, nil
+				}
+				return "", nil, false, fmt.Errorf("cannot write %s: it is a symbolic link to %s, which does not exist (not written through a dangling link)", path, p)
 			}
-			return p, nil, nil
+			return p, nil, false, nil
 		}
 		if err != nil {
-			return "", nil, fmt.Errorf("cannot create %s: %w", path, cause(err))
+			return "", nil, false, fmt.Errorf("cannot create %s: %w", path, cause(err))
 		}
 		if fi.Mode().Type() != fs.ModeSymlink {
-			return p, fi, nil
+			return p, fi, false, nil
 		}
 		link, err := os.Readlink(p)
 		if err != nil {
-			return "", nil, fmt.Errorf("cannot write %s: %w", path, cause(err))
+			return "", nil, false, fmt.Errorf("cannot write %s: %w", path, cause(err))
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(filepath.Dir(p), link)
 		}
 		p = link
 	}
-	return "", nil, fmt.Errorf("cannot write %s: more than %d symbolic links in a chain", path, maxLinks)
+	return "", nil, false, fmt.Errorf("cannot write %s: more than %d symbolic links in a chain", path, maxLinks)
 }
 
 // kind names a file type for an error.

@@ -2,6 +2,7 @@ package outfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -186,4 +187,22 @@ func TestWriteErrorKept(t *testing.T) {
 	require.Equal(t, werr, again)
 	require.ErrorContains(t, f.Commit(), "writing "+p)
 	require.Empty(t, names(t, dir))
+}
+
+// TestKernelLink: /proc/self/fd/N of a pipe links to "pipe:[…]", a name
+// the file system lacks, which the kernel follows: written in place, as
+// /dev/stdout is when the output is piped.
+func TestKernelLink(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	p := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+	if _, err := os.Lstat(p); err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(r); got <- string(b) }()
+	require.NoError(t, WriteFile(p, NoClobber, writeString("to the pipe")))
+	w.Close()
+	require.Equal(t, "to the pipe", <-got)
 }
