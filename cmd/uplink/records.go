@@ -151,7 +151,13 @@ func recordsMerge(args []string, stdout, stderr io.Writer) error {
 	if err := writeFileAtomic(out, func(w io.Writer) error { return sweep.WriteRecords(w, recs) }); err != nil {
 		return fmt.Errorf("records merge: %s: %w", out, pathErrCause(err))
 	}
-	fmt.Fprintf(stdout, "%s: %d records from %d read (%d duplicates, %d conflicts, %d lines skipped)\n",
+	// Records written to a device or pipe (/dev/stdout among them) keep
+	// the summary off their stream.
+	summary := stdout
+	if fi, err := os.Stat(out); err == nil && !fi.Mode().IsRegular() {
+		summary = stderr
+	}
+	fmt.Fprintf(summary, "%s: %d records from %d read (%d duplicates, %d conflicts, %d lines skipped)\n",
 		out, rep.Written, rep.Read, rep.Duplicates, len(rep.Conflicts), len(rep.Problems))
 	return nil
 }

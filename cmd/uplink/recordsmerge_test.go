@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -155,4 +156,30 @@ func TestRecordsFromPipe(t *testing.T) {
 	path := "/dev/fd/" + strconv.Itoa(int(r.Fd()))
 	require.Equal(t, 0, run([]string{"records", "check", path}, &stdout, &stderr), stderr.String())
 	require.Equal(t, path+": 2 records valid, 0 lines wrong\n", stdout.String())
+}
+
+// TestRecordsMergeToPipe: OUT a pipe through a link only the kernel
+// follows (as /dev/stdout is when piped): the records go down the pipe
+// and the summary to stderr, off their stream.
+func TestRecordsMergeToPipe(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.jsonl")
+	require.NoError(t, os.WriteFile(a, []byte(recordLine(t, "k1", "v1")+recordLine(t, "k2", "v1")), 0o644))
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	out := "/proc/self/fd/" + strconv.Itoa(int(w.Fd()))
+	if _, err := os.Lstat(out); err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	got := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(r); got <- b }()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"records", "merge", out, a}, &stdout, &stderr)
+	w.Close()
+	require.Equal(t, 0, code, stderr.String())
+	b := <-got
+	require.Equal(t, 2, strings.Count(string(b), "\n"))
+	require.Empty(t, stdout.String())
+	require.Contains(t, stderr.String(), "2 records from 2 read")
 }
