@@ -47,6 +47,7 @@ func TestBadInput(t *testing.T) {
 	badNode := file("badnode.json", `{"uplink": {"default": "fq_codel", "nodes": {"60": "pie"}}}`)
 	badSpec := file("badspec.json", `{"downlink": {"default": "pie:target=NaN"}}`)
 	longSpec := file("longspec.json", `{"uplink": {"default": "pie:`+strings.Repeat("x", 2<<20)+`"}}`)
+	slurmDir := filepath.Join(dir, "slurm")
 
 	cases := []usageCase{
 		// 1. Inputs that would make a run never end.
@@ -125,7 +126,13 @@ func TestBadInput(t *testing.T) {
 		{[]string{"validate", "--table", "appendix_d_home", "--nodes", "100001"}, "--nodes 100001: want 2 to 100000"},
 		{[]string{"validate", "--table", "appendix_d_home", "--seeds", "7,7"}, "seed 7 is given twice"},
 		{[]string{"validate", "--table", "appendix_d_home", "--fresh", "--cached-only"}, "together they compare nothing"},
-		// 5. Messages that name the flag.
+		// 5. Settings that were dropped silently or meant nothing.
+		{[]string{"run", "--uplink-qdisc", ""}, "--uplink-qdisc \"\": knob uplink-qdisc: empty queue assignment: give a queues spec such as fq_codel"},
+		{[]string{"run", "--downlink-qdisc", " ", "--vary", "sockbuf-max=0,212992"}, "knob downlink-qdisc: empty queue assignment"},
+		{[]string{"run", "--knob", "uplink-qdisc="}, "--knob: knob uplink-qdisc: empty queue assignment"},
+		{[]string{"validate", "--study", "pie", "--knob", "downlink-qdisc=", "--dry-run", "--nodes", "20", "--seeds", "7"}, "--knob: knob downlink-qdisc: empty queue assignment"},
+		{[]string{"slurm", "--dir", slurmDir, "--shards", "1", "--", "run", "--uplink-qdisc", ""}, "knob uplink-qdisc: empty queue assignment"},
+		// 6. Messages that name the flag.
 		{[]string{"run", "--rate", "NaN"}, "unknown flag: --rate"},
 		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want a finite decimal number"},
 	}

@@ -229,9 +229,10 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		if err := p.SetKnobs(set.knobs); err != nil {
 			return usageError{fmt.Errorf("--knob: %w", err)}
 		}
-		// After the knobs, as if the last of them.
+		// After the knobs, as if the last of them; one given empty is
+		// the knob's to refuse.
 		for _, q := range []struct{ name, v string }{{"uplink-qdisc", *upQ}, {"downlink-qdisc", *downQ}} {
-			if q.v == "" {
+			if !fs.Changed(q.name) {
 				continue
 			}
 			if err := p.Set(q.name, q.v); err != nil {

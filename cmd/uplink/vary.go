@@ -143,7 +143,7 @@ func runVary(specs []string, v varyRun, stdout, stderr io.Writer) error {
 	}
 	knobs := slices.Clone(v.set.knobs)
 	for _, q := range []struct{ name, v string }{{"uplink-qdisc", v.upQ}, {"downlink-qdisc", v.downQ}} {
-		if q.v != "" {
+		if v.flags.Changed(q.name) {
 			knobs = append(knobs, q.name+"="+q.v) // after the knobs, as run applies them
 		}
 	}

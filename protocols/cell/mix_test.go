@@ -104,3 +104,23 @@ func TestQdiscFileOpenMix(t *testing.T) {
 	_, err = (&QdiscMap{Default: "pie@x"}).resolve(simnet, 10, 7)
 	require.ErrorContains(t, err, "share")
 }
+
+// TestEmptyQdiscKnob: an empty queue assignment, or one of blanks, is
+// refused by the knob, which keeps the profile's.
+func TestEmptyQdiscKnob(t *testing.T) {
+	for _, name := range []string{"uplink-qdisc", "downlink-qdisc"} {
+		for _, v := range []string{"", " ", "\t"} {
+			p, err := LookupProfile("shadow")
+			require.NoError(t, err)
+			before := p.Knobs()[name]
+			require.EqualError(t, p.Set(name, v), "knob "+name+": empty queue assignment: give a queues spec such as fq_codel, or a mix such as pie@30%;fq_codel (uplink run --list-qdiscs)")
+			require.ErrorContains(t, p.SetKnobs([]string{name + "=" + v}), "empty queue assignment")
+			require.Equal(t, before, p.Knobs()[name])
+		}
+	}
+	// host-qdisc's empty value is its "none".
+	p, err := LookupProfile("harness")
+	require.NoError(t, err)
+	require.NoError(t, p.Set("host-qdisc", ""))
+}
+

@@ -340,6 +340,9 @@ func qdiscKnob(name, link string, f func(*Profile) *string) knob {
 	return knob{name, help,
 		func(p *Profile) string { return *f(p) },
 		func(p *Profile, v string) error {
+			if strings.TrimSpace(v) == "" {
+				return fmt.Errorf("knob %s: empty queue assignment: give a queues spec such as fq_codel, or a mix such as pie@30%%;fq_codel (uplink run --list-qdiscs)", name)
+			}
 			full, err := CompleteMix(v, *f(p))
 			if err != nil {
 				return fmt.Errorf("knob %s: %w", name, err)
