@@ -47,6 +47,10 @@ func TestBadInput(t *testing.T) {
 	badNode := file("badnode.json", `{"uplink": {"default": "fq_codel", "nodes": {"60": "pie"}}}`)
 	badSpec := file("badspec.json", `{"downlink": {"default": "pie:target=NaN"}}`)
 	longSpec := file("longspec.json", `{"uplink": {"default": "pie:`+strings.Repeat("x", 2<<20)+`"}}`)
+	nullFile := file("null.json", "null\n")
+	emptyFile := file("empty.json", `{}`)
+	nullDirs := file("nulldirs.json", `{"uplink": null, "downlink": null}`)
+	emptyDown := file("emptydown.json", `{"uplink": {"default": "pie"}, "downlink": {"nodes": {}}}`)
 	slurmDir := filepath.Join(dir, "slurm")
 
 	cases := []usageCase{
@@ -132,6 +136,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--knob", "uplink-qdisc="}, "--knob: knob uplink-qdisc: empty queue assignment"},
 		{[]string{"validate", "--study", "pie", "--knob", "downlink-qdisc=", "--dry-run", "--nodes", "20", "--seeds", "7"}, "--knob: knob downlink-qdisc: empty queue assignment"},
 		{[]string{"slurm", "--dir", slurmDir, "--shards", "1", "--", "run", "--uplink-qdisc", ""}, "knob uplink-qdisc: empty queue assignment"},
+		{[]string{"run", "--qdisc-file", nullFile}, "--qdisc-file " + nullFile + ": queue assignment file: assigns no queue (null, {} or null directions)"},
+		{[]string{"run", "--qdisc-file", emptyFile}, "queue assignment file: assigns no queue"},
+		{[]string{"run", "--qdisc-file", nullDirs}, "queue assignment file: assigns no queue"},
+		{[]string{"run", "--qdisc-file", emptyDown}, "queue assignment file: downlink assigns no queue: give its \"default\", its \"nodes\", or leave downlink out"},
 		// 6. Messages that name the flag.
 		{[]string{"run", "--rate", "NaN"}, "unknown flag: --rate"},
 		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want a finite decimal number"},

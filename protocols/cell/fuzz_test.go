@@ -45,7 +45,8 @@ func FuzzKnobs(f *testing.F) {
 }
 
 // FuzzQdiscFile: no per-node queue file makes ReadNodeQdiscs or its
-// resolution panic, and an accepted file resolves to one spec per node.
+// resolution panic, and an accepted file assigns a direction and
+// resolves to one spec per node.
 func FuzzQdiscFile(f *testing.F) {
 	for _, s := range []string{
 		`{"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}}`,
@@ -53,6 +54,7 @@ func FuzzQdiscFile(f *testing.F) {
 		`{"uplink": {"default": "fq_codel"}} garbage`,
 		`{"uplink": {"nodes": {"-1": "pie"}}}`,
 		`{"uplink": {"default": "pie@NaN%;fifo"}}`,
+		"null", "{}", `{"downlink": {}}`,
 	} {
 		f.Add(s)
 	}
@@ -60,6 +62,9 @@ func FuzzQdiscFile(f *testing.F) {
 		nq, err := ReadNodeQdiscs(strings.NewReader(s))
 		if err != nil {
 			return
+		}
+		if nq.Uplink == nil && nq.Downlink == nil {
+			t.Fatalf("%q: read as a file that assigns nothing", s)
 		}
 		const n = 10
 		for _, m := range []*QdiscMap{nq.Uplink, nq.Downlink} {

@@ -153,7 +153,10 @@ type QdiscMap struct {
 	Nodes   map[string]string `json:"nodes,omitempty"`
 }
 
-// ReadNodeQdiscs parses a per-node queue assignment file.
+// ReadNodeQdiscs parses a per-node queue assignment file. A file that
+// assigns nothing (null, {}, a direction that is null or has neither a
+// default nor nodes) is refused: it would run the profile's queues under
+// a cell key of its own.
 func ReadNodeQdiscs(r io.Reader) (*NodeQdiscs, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -163,6 +166,17 @@ func ReadNodeQdiscs(r io.Reader) (*NodeQdiscs, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("queue assignment file: trailing data after the JSON object")
+	}
+	if nq.Uplink == nil && nq.Downlink == nil {
+		return nil, errors.New(`queue assignment file: assigns no queue (null, {} or null directions): want an object such as {"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}}`)
+	}
+	for _, d := range []struct {
+		name string
+		m    *QdiscMap
+	}{{"uplink", nq.Uplink}, {"downlink", nq.Downlink}} {
+		if d.m != nil && d.m.Default == "" && len(d.m.Nodes) == 0 {
+			return nil, fmt.Errorf(`queue assignment file: %s assigns no queue: give its "default", its "nodes", or leave %s out`, d.name, d.name)
+		}
 	}
 	return &nq, nil
 }

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,3 +125,25 @@ func TestEmptyQdiscKnob(t *testing.T) {
 	require.NoError(t, p.Set("host-qdisc", ""))
 }
 
+// TestReadNodeQdiscsNothing: a queue file that assigns nothing (null,
+// {}, null directions, a direction with neither a default nor nodes) is
+// refused; one that assigns a default or a node is read.
+func TestReadNodeQdiscsNothing(t *testing.T) {
+	for _, s := range []string{"null", " null\n", "{}", `{"uplink": null}`, `{"uplink": null, "downlink": null}`} {
+		nq, err := ReadNodeQdiscs(strings.NewReader(s))
+		require.Nil(t, nq, s)
+		require.EqualError(t, err, `queue assignment file: assigns no queue (null, {} or null directions): want an object such as {"uplink": {"default": "fq_codel", "nodes": {"0": "pie"}}}`, s)
+	}
+	for s, dir := range map[string]string{
+		`{"uplink": {}}`: "uplink",
+		`{"uplink": {"default": "pie"}, "downlink": {"default": "", "nodes": {}}}`: "downlink",
+	} {
+		_, err := ReadNodeQdiscs(strings.NewReader(s))
+		require.EqualError(t, err, `queue assignment file: `+dir+` assigns no queue: give its "default", its "nodes", or leave `+dir+` out`, s)
+	}
+	for _, s := range []string{`{"uplink": {"default": "pie"}}`, `{"downlink": {"nodes": {"0": "pie"}}}`} {
+		nq, err := ReadNodeQdiscs(strings.NewReader(s))
+		require.NoError(t, err, s)
+		require.NotNil(t, nq)
+	}
+}
