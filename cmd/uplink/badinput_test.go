@@ -140,6 +140,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--qdisc-file", emptyFile}, "queue assignment file: assigns no queue"},
 		{[]string{"run", "--qdisc-file", nullDirs}, "queue assignment file: assigns no queue"},
 		{[]string{"run", "--qdisc-file", emptyDown}, "queue assignment file: downlink assigns no queue: give its \"default\", its \"nodes\", or leave downlink out"},
+		{[]string{"run", "--knob", "sndbuf-max=8000000", "--knob", "sockbuf-max=4000000"}, "--knob: knob sndbuf-max=8000000 is above sockbuf-max=4000000, which caps send buffer requests first: give sndbuf-max at most 4000000, or sockbuf-max=0 (no cap)"},
+		{[]string{"run", "--profile", "kernel", "--knob", "sndbuf-max=300000"}, "knob sndbuf-max=300000 is above sockbuf-max=212992"},
+		{[]string{"run", "--profile", "kernel", "--vary", "sndbuf-max=32768,300000"}, "knob sndbuf-max=300000 is above sockbuf-max=212992"},
+		{[]string{"validate", "--study", "pie", "--knob", "sockbuf-max=200000", "--knob", "sndbuf-max=300000", "--dry-run", "--nodes", "20", "--seeds", "7"}, "knob sndbuf-max=300000 is above sockbuf-max=200000"},
+		{[]string{"slurm", "--dir", slurmDir, "--shards", "1", "--", "run", "--profile", "kernel", "--knob", "sndbuf-max=300000"}, "knob sndbuf-max=300000 is above sockbuf-max=212992"},
 		// 6. Messages that name the flag.
 		{[]string{"run", "--rate", "NaN"}, "unknown flag: --rate"},
 		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want a finite decimal number"},

@@ -203,6 +203,8 @@ func (c Config) checkBounds() error {
 		return fmt.Errorf("knob recv-slots=%d: want 0 to %d", c.Profile.RecvSlots, maxRecvSlots)
 	case c.Profile.SockBufMax < 0 || c.Profile.SndBufMax < 0:
 		return errors.New("knobs sockbuf-max and sndbuf-max must not be negative")
+	case c.Profile.checkSockBufs() != nil:
+		return c.Profile.checkSockBufs()
 	case c.ProgressEvery != 0 && c.ProgressEvery < MinProgressEvery:
 		return fmt.Errorf("progress interval %v: want 0 (no progress lines) or at least %v", c.ProgressEvery, MinProgressEvery)
 	}

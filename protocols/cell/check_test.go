@@ -51,12 +51,39 @@ func TestCheck(t *testing.T) {
 		{"background", func(c *Config) { c.Background = Background{Size: 100, Interval: des.Microsecond} }, "an interval from 1ms"},
 		{"degree", func(c *Config) { c.Degree = 12 }, "topology"},
 		{"recv slots", func(c *Config) { c.Profile.RecvSlots = -1 }, "knob recv-slots=-1"},
+		{"sndbuf over sockbuf", func(c *Config) { c.Profile.SockBufMax, c.Profile.SndBufMax = 212992, 212993 },
+			"knob sndbuf-max=212993 is above sockbuf-max=212992, which caps send buffer requests first: give sndbuf-max at most 212992, or sockbuf-max=0 (no cap)"},
 	}
 	for _, c := range cases {
 		cfg := smallConfig(t)
 		c.edit(&cfg)
 		require.ErrorContains(t, cfg.Check(), c.want, c.name)
 	}
+	// A send buffer cap at or under the socket buffer cap, or with no
+	// socket buffer cap, is a cap that binds.
+	for _, b := range [][2]int{{212992, 212992}, {212992, 32768}, {0, 8000000}} {
+		cfg := smallConfig(t)
+		cfg.Profile.SockBufMax, cfg.Profile.SndBufMax = b[0], b[1]
+		require.NoError(t, cfg.Check(), "sockbuf-max %d, sndbuf-max %d", b[0], b[1])
+	}
+}
+
+// TestSockBufKnobs: SetKnobs refuses sndbuf-max above sockbuf-max in
+// either order of the two, and over a profile's own sockbuf-max.
+func TestSockBufKnobs(t *testing.T) {
+	for _, kvs := range [][]string{
+		{"sndbuf-max=8000000", "sockbuf-max=4000000"},
+		{"sockbuf-max=4000000", "sndbuf-max=8000000"},
+	} {
+		p, err := LookupProfile("harness")
+		require.NoError(t, err)
+		require.EqualError(t, p.SetKnobs(kvs), "knob sndbuf-max=8000000 is above sockbuf-max=4000000, which caps send buffer requests first: give sndbuf-max at most 4000000, or sockbuf-max=0 (no cap)")
+	}
+	k, err := LookupProfile("kernel")
+	require.NoError(t, err)
+	require.ErrorContains(t, k.SetKnobs([]string{"sndbuf-max=300000"}), "knob sndbuf-max=300000 is above sockbuf-max=212992")
+	require.NoError(t, k.SetKnobs([]string{"sndbuf-max=300000", "sockbuf-max=0"}))
+	require.NoError(t, k.SetKnobs([]string{"sockbuf-max=212992", "sndbuf-max=32768"}))
 }
 
 // TestEstimateMemory: the estimate is within 25 % of the peak RSS

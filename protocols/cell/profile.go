@@ -605,7 +605,10 @@ func (p *Profile) Set(name, value string) error {
 	return fmt.Errorf("unknown knob %q; valid: %s", name, strings.Join(names, ", "))
 }
 
-// SetKnobs applies "name=value" overrides in order.
+// SetKnobs applies "name=value" overrides in order, then checks the
+// knobs that bound one another (sndbuf-max at most sockbuf-max), in
+// whatever order they were given; Config.Check checks them again once
+// every override is in.
 func (p *Profile) SetKnobs(kvs []string) error {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
@@ -615,6 +618,17 @@ func (p *Profile) SetKnobs(kvs []string) error {
 		if err := p.Set(k, v); err != nil {
 			return err
 		}
+	}
+	return p.checkSockBufs()
+}
+
+// checkSockBufs refuses a send buffer cap above the socket buffer cap:
+// requests are capped by sockbuf-max first (netmodel's SetSendBuffer), so
+// such a sndbuf-max would never bind.
+func (p *Profile) checkSockBufs() error {
+	if p.SockBufMax > 0 && p.SndBufMax > p.SockBufMax {
+		return fmt.Errorf("knob sndbuf-max=%d is above sockbuf-max=%d, which caps send buffer requests first: give sndbuf-max at most %d, or sockbuf-max=0 (no cap)",
+			p.SndBufMax, p.SockBufMax, p.SockBufMax)
 	}
 	return nil
 }
