@@ -145,6 +145,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--profile", "kernel", "--vary", "sndbuf-max=32768,300000"}, "knob sndbuf-max=300000 is above sockbuf-max=212992"},
 		{[]string{"validate", "--study", "pie", "--knob", "sockbuf-max=200000", "--knob", "sndbuf-max=300000", "--dry-run", "--nodes", "20", "--seeds", "7"}, "knob sndbuf-max=300000 is above sockbuf-max=200000"},
 		{[]string{"slurm", "--dir", slurmDir, "--shards", "1", "--", "run", "--profile", "kernel", "--knob", "sndbuf-max=300000"}, "knob sndbuf-max=300000 is above sockbuf-max=212992"},
+		{[]string{"version", "extra"}, "uplink: version: unexpected argument \"extra\": version takes none"},
+		{[]string{"--version", "--verbose"}, "version: unexpected argument \"--verbose\""},
 		// 6. Messages that name the flag.
 		{[]string{"run", "--rate", "NaN"}, "unknown flag: --rate"},
 		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want a finite decimal number"},
@@ -164,6 +166,19 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%v: want one error line and no cell started:\n%s", c.args, errb.String())
 		}
 	}
+}
+
+// TestVersionArgs: version prints the version, and its usage with
+// --help; any other argument is refused (TestBadInput).
+func TestVersionArgs(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, run(args, &out, &errb), errb.String())
+		require.Equal(t, "uplink "+buildVersion()+"\n", out.String())
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"version", "--help"}, &out, &errb), errb.String())
+	require.Contains(t, out.String(), "Usage:\n  uplink version\n")
 }
 
 func TestParseSeeds(t *testing.T) {

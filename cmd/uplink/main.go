@@ -99,8 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "results":
 		err = cmdResults(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "uplink", buildVersion())
-		return 0
+		err = cmdVersion(args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -112,6 +111,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "uplink:", shorten(err.Error()))
 	}
 	return exitStatus(err)
+}
+
+// cmdVersion prints the version; it takes no arguments but --help.
+func cmdVersion(args []string, stdout io.Writer) error {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stdout, "Usage:\n  uplink version\n\nPrints the version recorded with every result.")
+		return nil
+	}
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("version: unexpected argument %q: version takes none", args[0])}
+	}
+	fmt.Fprintln(stdout, "uplink", buildVersion())
+	return nil
 }
 
 // exitStatus is a command's exit status for its error (run).
