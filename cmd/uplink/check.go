@@ -42,28 +42,33 @@ func checkCells(cfgs []cell.Config, m memOpts, skipBig bool, w io.Writer) ([]cel
 	return cfgs, nil
 }
 
-// checkMemory checks that the largest of the cells fits in memory (memS,
-// or the machine's available memory), each cell's memory its
-// sweep.EstimateCost: measured where the committed resource table has its
-// kind. Cells that do not fit beside one another are not refused: the
-// sweep runs them fewer at a time (memGate).
+// checkMemory checks that the largest of the cells fits in memory
+// (m.memory: --mem, or the machine's available memory, never more than
+// m.machine), each cell's memory its sweep.EstimateCost: measured where
+// the committed resource table has its kind. Cells that do not fit beside
+// one another are not refused: the sweep runs them fewer at a time
+// (memGate).
 func checkMemory(cfgs []cell.Config, m memOpts) error {
-	_, over, mem, source, err := splitByMemory(cfgs, m)
+	_, over, mem, source, capped, err := splitByMemory(cfgs, m)
 	if err != nil || len(over) == 0 {
 		return err
 	}
 	big := slices.MaxFunc(over, func(a, b overCell) int { return cmp.Compare(a.need, b.need) })
 	n, degree := big.cfg.Size()
 	need, have := fmtOver(big.need, mem)
-	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (%s); %s is %s: use fewer nodes or a smaller degree, state the memory with --mem, %s, or leave such cells out with --skip-over-mem",
-		n, degree, des.FormatBytes(int64(big.cfg.Payload)), need, m.estimateWords(), source, have, m.limitAdvice())}
+	state := "state the memory with --mem"
+	if capped {
+		state = "run it on a machine with more memory (uplink slurm)"
+	}
+	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (%s); %s is %s: use fewer nodes or a smaller degree, %s, %s, or leave such cells out with --skip-over-mem",
+		n, degree, des.FormatBytes(int64(big.cfg.Payload)), need, m.estimateWords(), source, have, state, m.limitAdvice())}
 }
 
 // skipOverMemory returns the cells that fit in memory alone, in their
 // order, and names each one left out on w with its estimate and the
 // memory it exceeds.
 func skipOverMemory(cfgs []cell.Config, m memOpts, w io.Writer) ([]cell.Config, error) {
-	fit, over, mem, source, err := splitByMemory(cfgs, m)
+	fit, over, mem, source, _, err := splitByMemory(cfgs, m)
 	for _, o := range over {
 		n, degree := o.cfg.Size()
 		need, have := fmtOver(o.need, mem)
@@ -96,10 +101,42 @@ type overCell struct {
 // memOpts is what a sweep is told of memory: budget is --mem
 // (memBudget), and limit the soft memory limit its cells run under
 // (--memlimit or GOMEMLIMIT, in bytes; 0 for none), which caps the
-// memory planned for each (sweep.LimitedPeak).
+// memory planned for each (sweep.LimitedPeak). machine is the memory of
+// the machine the cells run on (machineMemory: MemTotal), which no cell
+// can exceed whatever the budget says; 0 where it is unknown, or where
+// the cells are only listed or planned for other machines (uplink slurm).
 type memOpts struct {
-	budget string
-	limit  int64
+	budget  string
+	limit   int64
+	machine int64
+}
+
+// machineMemory is this machine's memory, MemTotal in /proc/meminfo, in
+// bytes; 0 where it cannot be read.
+func machineMemory() int64 {
+	if kb, ok := meminfoKB("MemTotal"); ok && kb > 0 {
+		return kb << 10
+	}
+	return 0
+}
+
+// memory is the memory one cell may use alone: the budget (memBudget),
+// held to the machine's memory where that is less, with words naming
+// where it came from; capped tells that the machine's memory held it.
+func (m memOpts) memory() (mem int64, source string, capped bool, err error) {
+	mem, source, err = memBudget(m.budget)
+	if err != nil {
+		return 0, "", false, err
+	}
+	if m.machine > 0 && (mem == 0 || m.machine < mem) {
+		if mem > 0 {
+			source = fmt.Sprintf("this machine's memory (MemTotal in /proc/meminfo, less than the %s of %s)", fmtGiB(mem), source)
+		} else {
+			source = "this machine's memory (MemTotal in /proc/meminfo)"
+		}
+		return m.machine, source, true, nil
+	}
+	return mem, source, false, nil
 }
 
 // need is the memory planned for cell c: sweep.EstimateCost's peak, held
@@ -125,15 +162,16 @@ func (m memOpts) limitAdvice() string {
 }
 
 // splitByMemory splits the cells, in their order, into those whose
-// planned memory (m.need) fits in memory alone (m.budget, or the
-// machine's available memory, named by source) and those over it. With
-// no memory figure (not Linux, and no --mem) every cell fits.
-func splitByMemory(cfgs []cell.Config, m memOpts) (fit []cell.Config, over []overCell, mem int64, source string, err error) {
+// planned memory (m.need) fits in memory alone (m.memory: m.budget, or
+// the machine's available memory, held to m.machine; named by source)
+// and those over it. With no memory figure (not Linux, and no --mem)
+// every cell fits.
+func splitByMemory(cfgs []cell.Config, m memOpts) (fit []cell.Config, over []overCell, mem int64, source string, capped bool, err error) {
 	if len(cfgs) == 0 {
-		return nil, nil, 0, "", nil
+		return nil, nil, 0, "", false, nil
 	}
-	if mem, source, err = memBudget(m.budget); err != nil || mem == 0 {
-		return cfgs, nil, mem, source, err
+	if mem, source, capped, err = m.memory(); err != nil || mem == 0 {
+		return cfgs, nil, mem, source, capped, err
 	}
 	for _, c := range cfgs {
 		if need := m.need(c); need > mem {
@@ -142,7 +180,7 @@ func splitByMemory(cfgs []cell.Config, m memOpts) (fit []cell.Config, over []ove
 			fit = append(fit, c)
 		}
 	}
-	return fit, over, mem, source, nil
+	return fit, over, mem, source, capped, nil
 }
 
 // memEnv names the environment variable that, where set, stands for

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -168,5 +169,54 @@ func TestFmtOver(t *testing.T) {
 		need, have := fmtOver(c.need, c.mem)
 		require.Equal(t, c.want, need)
 		require.Equal(t, c.have, have)
+	}
+}
+
+// TestMachineMemory: a cell is held to the machine's memory whatever
+// --mem says, the refusal naming MemTotal and the --mem it overrides;
+// --skip-over-mem leaves it out on the same grounds; a machine with more
+// memory than --mem changes nothing; and cells only planned for other
+// machines (the early check, uplink slurm) are held to --mem alone.
+func TestMachineMemory(t *testing.T) {
+	big := tinyCell(t)
+	big.N, big.Degree, big.Payload = 100000, 20, 1<<20
+	need := sweep.EstimateCost(big).RSS
+	require.Greater(t, need, int64(16<<30))
+	require.Less(t, need, int64(1<<40))
+
+	require.NoError(t, checkMemory([]cell.Config{big}, memOpts{budget: "1TiB"}))
+	var w bytes.Buffer
+	_, err := checkCells([]cell.Config{big}, memOpts{budget: "1TiB", machine: 16 << 30}, false, &w)
+	require.ErrorAs(t, err, new(usageError))
+	require.ErrorContains(t, err, "a cell of 100000 nodes at degree 20 with a 1 MiB payload needs about "+fmtGiB(need)+
+		" (sweep.EstimateCost); this machine's memory (MemTotal in /proc/meminfo, less than the 1024.0 GiB of --mem) is 16.0 GiB: "+
+		"use fewer nodes or a smaller degree, run it on a machine with more memory (uplink slurm),")
+
+	small := tinyCell(t)
+	fit, err := checkCells([]cell.Config{big, small}, memOpts{budget: "1TiB", machine: 16 << 30}, true, &w)
+	require.NoError(t, err)
+	require.Equal(t, []cell.Config{small}, fit)
+	require.Contains(t, w.String(), "--skip-over-mem: not running wholend harness seed 7 ["+big.Key()+"]")
+	require.Contains(t, w.String(), "this machine's memory (MemTotal in /proc/meminfo, less than the 1024.0 GiB of --mem) is 16.0 GiB")
+
+	mid := tinyCell(t)
+	mid.N, mid.Degree, mid.Payload = 2000, 70, 2<<20
+	_, err = checkCells([]cell.Config{mid}, memOpts{budget: "4GiB", machine: 64 << 30}, false, &w)
+	require.ErrorContains(t, err, "(sweep.EstimateCost); --mem is 4.0 GiB: use fewer nodes or a smaller degree, state the memory with --mem,")
+
+	// The command line, on this machine where it has less memory than
+	// the cell needs: run refuses it before any cell starts, and slurm
+	// plans it for the nodes --mem describes.
+	if m := machineMemory(); m > 0 && m < need {
+		var out, errb bytes.Buffer
+		require.Equal(t, 2, run([]string{"run", "--nodes", "100000", "--mem", "1TiB"}, &out, &errb))
+		require.Contains(t, errb.String(), "needs about "+fmtGiB(need)+" (sweep.EstimateCost); this machine's memory (MemTotal in /proc/meminfo, less than the 1024.0 GiB of --mem) is "+fmtGiB(m))
+		require.NotContains(t, errb.String(), "hosts in")
+
+		out.Reset()
+		errb.Reset()
+		dir := t.TempDir()
+		require.Equal(t, 0, run([]string{"slurm", "--dir", dir, "--shards", "1", "--", "run", "--nodes", "100000", "--profile", "harness", "--mem", "1TiB"}, &out, &errb), errb.String())
+		require.FileExists(t, filepath.Join(dir, "plan.json"))
 	}
 }

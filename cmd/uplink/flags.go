@@ -251,7 +251,7 @@ func (c *commonFlags) check() (sweepSettings, error) {
 		return s, err
 	}
 	s.setupQuantum, s.setupProcs = des.Time(c.setupQuantum), c.setupProcs
-	s.mem = memOpts{budget: c.mem, limit: envMemLimit(env)}
+	s.mem = memOpts{budget: c.mem, limit: envMemLimit(env), machine: machineMemory()}
 	s.skipOverMem, s.shard, s.listCells = c.skipOverMem, c.shard, c.listCells
 	s.run = runOpts{jobs: c.jobs, env: env, quiet: c.quiet, progressEvery: c.progressEvery, mem: s.mem}
 	return s, nil

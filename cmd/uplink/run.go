@@ -191,7 +191,11 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 					sized = append(sized, c)
 				}
 			}
-			if err := checkMemory(sized, set.mem); err != nil {
+			// Against --mem alone: these cells may be listed or planned
+			// for other machines (checkCells holds them to this one's).
+			early := set.mem
+			early.machine = 0
+			if err := checkMemory(sized, early); err != nil {
 				return err
 			}
 		}
