@@ -252,7 +252,11 @@ type Histogram struct {
 	counts [histBuckets]uint64
 	total  uint64
 	sum    float64
-	max    des.Time
+	// nsum is the durations' sum in ns modulo 2^64, so that the sum over
+	// the durations added between two copies is their exact difference
+	// (Sampler), however large the sums.
+	nsum uint64
+	max  des.Time
 }
 
 const histBuckets = 4*40 + 1
@@ -280,6 +284,7 @@ func (h *Histogram) Add(d des.Time) {
 	h.counts[histIndex(d)]++
 	h.total++
 	h.sum += float64(d)
+	h.nsum += uint64(d)
 	if d > h.max {
 		h.max = d
 	}
@@ -292,6 +297,7 @@ func (h *Histogram) Merge(o *Histogram) {
 	}
 	h.total += o.total
 	h.sum += o.sum
+	h.nsum += o.nsum
 	h.max = max(h.max, o.max)
 }
 

@@ -7,9 +7,8 @@ import "strconv"
 // one. Its zero value with Q set starts counting from the discipline's
 // creation.
 type Sampler struct {
-	Q       Qdisc
-	prev    Stats
-	prevSum float64 // the sojourn histogram's sum at the previous sample
+	Q    Qdisc
+	prev Stats
 }
 
 // Sample is a discipline at one instant: its backlog then, and what it
@@ -18,7 +17,8 @@ type Sample struct {
 	Bytes, Len         int    // the backlog, in wire bytes and packets
 	Enqueued, Dequeued uint64 // packets
 	// Sojourned is the number of packets dequeued whose sojourn was
-	// measured; SojournMeanMS is their mean sojourn (0 when none).
+	// measured; SojournMeanMS is their mean sojourn (0 when none), from
+	// the exact sum of their sojourns in ns, so never below zero.
 	Sojourned     uint64
 	SojournMeanMS float64
 	Drops         [NumDropReasons]uint64
@@ -31,7 +31,6 @@ const SampleColumns = "sojourn_mean_ms,drops_overlimit,drops_aqm,drops_batch,ce_
 // Next reads the discipline and starts the next interval.
 func (s *Sampler) Next() Sample {
 	st := s.Q.Stats()
-	sum := float64(st.Sojourn.Mean()) * float64(st.Sojourn.Count())
 	x := Sample{
 		Bytes: s.Q.Bytes(), Len: s.Q.Len(),
 		Enqueued: st.Enqueued - s.prev.Enqueued, Dequeued: st.Dequeued - s.prev.Dequeued,
@@ -39,12 +38,15 @@ func (s *Sampler) Next() Sample {
 		CEMarks:   st.CEMarks - s.prev.CEMarks,
 	}
 	if x.Sojourned > 0 {
-		x.SojournMeanMS = (sum - s.prevSum) / float64(x.Sojourned) / 1e6
+		// The interval's own sum, an integer difference: a difference of
+		// the running means times their counts cancels to a wrong, even
+		// negative, mean.
+		x.SojournMeanMS = float64(st.Sojourn.nsum-s.prev.Sojourn.nsum) / float64(x.Sojourned) / 1e6
 	}
 	for r := range x.Drops {
 		x.Drops[r] = st.Drops[r] - s.prev.Drops[r]
 	}
-	s.prev, s.prevSum = *st, sum
+	s.prev = *st
 	return x
 }
 
