@@ -49,6 +49,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 	bgLeadS := cf.String("background-lead", "2s", "how long the background load runs before the measured publish")
 	verify := cf.Bool("verify", false, "rebuild the payload at every complete receiver (decoding coded arms) and record how many matched")
 	vary := cf.StringArray("vary", nil, varyHelp)
+	reruns := cf.Int("reruns", 1, fmt.Sprintf("with --vary: run the baseline's cells this many times more (0 to %d), each a cell of its own, so that the noise test weighs every effect against the run-to-run noise (docs/validation.md); 0 skips them, and the reading says so", maxReruns))
 
 	nf := g.group(groupNet)
 	netS := nf.String("net", "home", "scenario: "+strings.Join(netmodel.ScenarioNames(), ", "))
@@ -220,9 +221,15 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
+	if fs.Changed("reruns") && len(*vary) == 0 {
+		return usageError{errors.New("--reruns goes with --vary: it reruns the baseline of a comparison")}
+	}
+	if err := flagCount("reruns", *reruns, 0, maxReruns); err != nil {
+		return err
+	}
 	if len(*vary) > 0 {
 		return runVary(*vary, varyRun{profiles: *profilesS, arms: armList, nodes: *nodes, payload: int(payload), transport: *transport,
-			upQ: *upQ, downQ: *downQ, out: *out, skipDone: *skipDone, profDir: *profDir, base: base, set: set, flags: fs, sp: sp}, stdout, stderr)
+			upQ: *upQ, downQ: *downQ, out: *out, skipDone: *skipDone, profDir: *profDir, base: base, set: set, flags: fs, sp: sp, reruns: *reruns}, stdout, stderr)
 	}
 	var jobsList []cell.Config
 	for _, name := range strings.Split(*profilesS, ",") {

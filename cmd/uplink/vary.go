@@ -124,7 +124,12 @@ type varyRun struct {
 	set            sweepSettings
 	flags          *pflag.FlagSet
 	sp             *sweepPlan
+	reruns         int // --reruns: reruns of the baseline's cells
 }
+
+// maxReruns bounds --reruns: each rerun is a whole copy of the baseline's
+// cells.
+const maxReruns = 10
 
 // runVary is uplink run --vary: the grid's every cell checked before any
 // starts, run, and compared with the baseline variant.
@@ -163,7 +168,7 @@ func runVary(specs []string, v varyRun, stdout, stderr io.Writer) error {
 	o := v.set.run
 	o.out = v.out
 	g := gridPlan{axes: axes, profiles: profiles, arms: v.arms, nodes: v.nodes, payload: v.payload, seeds: v.set.seeds,
-		transport: v.transport, base: v.base, knobs: knobs}
+		transport: v.transport, base: v.base, knobs: knobs, reruns: v.reruns}
 	return runGrid(g, done, shardOpts{shard: v.set.shard, list: v.set.listCells, plan: v.sp, limit: v.set.mem.limit}, v.set, o, stdout, stderr)
 }
 
@@ -179,6 +184,7 @@ type gridPlan struct {
 	transport string
 	base      cell.Config // every other setting of the cells
 	knobs     []string    // --knob, then the queue shorthands
+	reruns    int         // reruns of the baseline variant's cells
 }
 
 // studies builds the grid's studies and their cells, refusing a grid over
@@ -190,7 +196,10 @@ func (g gridPlan) studies() (sts []validate.Study, cells [][]validate.StudyCell,
 	for _, a := range g.axes {
 		counts = append(counts, fmt.Sprintf("%s ×%d", a.Setting, len(a.Values)))
 	}
-	nv := validate.GridSize(g.axes)
+	if g.reruns > 0 {
+		counts = append(counts, plural(g.reruns, "rerun")+" of the baseline")
+	}
+	nv := validate.GridSize(g.axes) + g.reruns
 	summary = fmt.Sprintf("%d variants (%s) × %s", nv, strings.Join(counts, ", "), plural(len(profiles), "profile"))
 	if slices.ContainsFunc(g.axes, func(a validate.Axis) bool { return a.Setting == validate.SettingProfile }) {
 		profiles = []string{""} // the variants name theirs
@@ -210,6 +219,11 @@ func (g gridPlan) studies() (sts []validate.Study, cells [][]validate.StudyCell,
 		vs, err := validate.Grid(validate.Variant{Profile: p, Transport: g.transport, Warmup: g.base.Warmup}, g.axes)
 		if err != nil {
 			return nil, nil, summary, usageError{fmt.Errorf("--vary: %w", err)}
+		}
+		for k := 1; k <= g.reruns; k++ {
+			r := vs[0]
+			r.Label, r.Replicate = fmt.Sprintf("%s, rerun %d", vs[0].Label, k), k
+			vs = append(vs, r)
 		}
 		st := validate.Study{Name: "run --vary", Arms: names, N: g.nodes, Payload: g.payload, Seeds: g.seeds, Variants: vs}
 		cs, err := st.Cells(g.nodes, g.seeds, g.base, g.knobs...)

@@ -45,7 +45,10 @@ func TestRunVaryUsage(t *testing.T) {
 		{[]string{"--vary", "profile=harness,shadow"}, "--vary profile and --profile both set profile"},
 		{[]string{"--vary", "phase-rules=fork,prose"}, `variants "phase-rules=fork" and "phase-rules=prose" make the same cell for arm wholend`},
 		{[]string{"--vary", "Dlazy=0,1", "--vary", "Dlazy=2,3"}, "--vary Dlazy varied twice"},
-		{[]string{"--seeds", "1-200", "--vary", "Dlazy=0,1,2,3,4,5"}, "6 variants (Dlazy ×6) × 1 profile × 1 arm × 200 seeds = 1200 cells: over the limit of 1000 cells"},
+		{[]string{"--seeds", "1-200", "--vary", "Dlazy=0,1,2,3,4,5"}, "7 variants (Dlazy ×6, 1 rerun of the baseline) × 1 profile × 1 arm × 200 seeds = 1400 cells: over the limit of 1000 cells"},
+		{[]string{"--vary", "Dlazy=0,6", "--reruns", "11"}, "--reruns"},
+		{[]string{"--vary", "Dlazy=0,6", "--reruns", "-1"}, "--reruns"},
+		{[]string{"--reruns", "2"}, "--reruns goes with --vary"},
 		{[]string{"--vary", "pacing=on,off"}, "knob [pacing=on] applies to --transport tcp"},
 		{[]string{"--vary", "Dlazy=0,6", "--cpuprofile", t.TempDir()}, "--cpuprofile with --vary"},
 	} {
@@ -57,9 +60,9 @@ func TestRunVaryUsage(t *testing.T) {
 	}
 }
 
-// TestRunVary: a 12-node grid of two queue settings over two seeds runs
-// four cells and prints a row per variant, the second with its per-seed
-// difference from the first; a rerun with --skip-done runs nothing and
+// TestRunVary: a 12-node grid of two queue settings over two seeds, with
+// a rerun of the baseline, runs six cells and prints a row per variant,
+// each with its per-seed difference from the first; a rerun with --skip-done runs nothing and
 // prints the same table; the study file of the same comparison
 // (docs/study-pie-share.json, shrunk) reuses the records through
 // validate --study.
@@ -77,19 +80,21 @@ func TestRunVary(t *testing.T) {
 		return stdout.String(), stderr.String()
 	}
 	stdout, stderr := runIt(args...)
-	require.Contains(t, stderr, "run --vary: 2 variants (uplink-qdisc ×2) × 1 profile × 1 arm × 2 seeds = 4 cells (0 already in "+out+", 4 to run)")
+	require.Contains(t, stderr, "run --vary: 3 variants (uplink-qdisc ×2, 1 rerun of the baseline) × 1 profile × 1 arm × 2 seeds = 6 cells (0 already in "+out+", 6 to run)")
 	baseRow := regexp.MustCompile(`(?m)^\s*uplink-qdisc=fq_codel:profile=simnet\s+wholend\s+2\s+\d+\.\d{3} s\s.*\sbaseline\s`)
 	pieRow := regexp.MustCompile(`(?m)^\s*uplink-qdisc=pie@30%\s+wholend\s+2\s+\d+\.\d{3} s\s.*\s(0%|[+−]\d+%) \[(0%|[+−]\d+%), (0%|[+−]\d+%)\]\s`)
 	require.Regexp(t, baseRow, stdout)
 	require.Regexp(t, pieRow, stdout)
-	require.Contains(t, stdout, `reading: Against the baseline "uplink-qdisc=fq_codel:profile=simnet"`)
+	require.Regexp(t, `(?m)^\s*uplink-qdisc=fq_codel:profile=simnet, rerun 1\s+wholend\s+2\s`, stdout)
+	// Two seeds reach no verdict: the reading says so for each.
+	require.Contains(t, stdout, `reading: Each variant against the baseline "uplink-qdisc=fq_codel:profile=simnet", p50 and p99, by the noise test (two-sided 5 %): 4 too few seeds.`)
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
-	require.Equal(t, 4, strings.Count(string(data), "\n"))
+	require.Equal(t, 6, strings.Count(string(data), "\n"))
 	require.Contains(t, string(data), `"uplink-qdisc":"pie@30%;fq_codel:profile=simnet"`)
 
 	again, stderr := runIt(args...)
-	require.Contains(t, stderr, "(4 already in "+out+", 0 to run)")
+	require.Contains(t, stderr, "(6 already in "+out+", 0 to run)")
 	require.NotContains(t, stderr, "done 1/")
 	require.Equal(t, stdout, again)
 
@@ -100,7 +105,7 @@ func TestRunVary(t *testing.T) {
 	require.Contains(t, stderr, "4 runs (4 from")
 	require.Contains(t, stderr, "0 to run")
 	require.Regexp(t, `(?m)^\s*30 % of nodes behind PIE\s+wholend\s+2\s`, stdout)
-	require.Contains(t, stdout, `reading: Against the baseline "harness (fq_codel)"`)
+	require.Contains(t, stdout, `reading: Each variant against the baseline "harness (fq_codel)"`)
 }
 
 // TestStudyCacheName: a study's default cache is named after the built-in
@@ -141,10 +146,10 @@ func TestStudyFileUsage(t *testing.T) {
 func TestVaryPlan(t *testing.T) {
 	sp, err := planCommand([]string{"run", "--nodes", "12", "--degree", "4", "--seeds", "7-8", "--vary", "Dlazy=6,0", "--vary", "transport=quic,tcp"}, &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
-	require.Len(t, sp.cells, 2*2*2*2) // variants Dlazy × transport, profiles harness and shadow, seeds
+	require.Len(t, sp.cells, (2*2+1)*2*2) // variants Dlazy × transport and the rerun, profiles harness and shadow, seeds
 	keys := map[string]bool{}
 	for _, c := range sp.cells {
 		keys[c.Key()] = true
 	}
-	require.Len(t, keys, 16)
+	require.Len(t, keys, 20)
 }
