@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,12 @@ type Plan struct {
 	Shards   int    `json:"shards"`
 	Parallel int    `json:"parallel"`
 	Cells    int    `json:"cells"`
+	// OnConflict is the merge's rule for a cell with several different
+	// records in the shards' files (of several uplink versions, say):
+	// OnConflictRefuse (the merge fails, naming the cells; also where
+	// empty, as in a plan written before the rule existed) or
+	// OnConflictNewest (the last record read is kept).
+	OnConflict string `json:"on_conflict,omitempty"`
 	// TaskMemMiB and TaskTime are each task's request (MemMiB, TimeLimit).
 	TaskMemMiB int64 `json:"task_mem_mib"`
 	// TaskCPUs is each task's CPU request: the most partitions of a cell
@@ -42,11 +49,46 @@ type Plan struct {
 type ShardPlan struct {
 	Index int      `json:"index"`
 	Keys  []string `json:"keys"`
+	// Cells names the cells of Keys, in the same order (absent from a
+	// plan written before it existed).
+	Cells []PlannedCell `json:"cells,omitempty"`
 	// WallS is the estimated wall time of the shard's cells run one at a
 	// time (the sum of their EstimateCost); RSSBytes the estimated peak
 	// memory (the largest cell's).
 	WallS    float64 `json:"wall_s"`
 	RSSBytes int64   `json:"rss_bytes"`
+}
+
+// PlannedCell names one cell of a plan: its key, arm, profile, transport
+// (empty for QUIC), seed and node count.
+type PlannedCell struct {
+	Key       string `json:"key"`
+	Arm       string `json:"arm"`
+	Profile   string `json:"profile"`
+	Transport string `json:"transport,omitempty"`
+	Seed      uint64 `json:"seed"`
+	Nodes     int    `json:"nodes"`
+}
+
+func (c PlannedCell) String() string {
+	s := cmp.Or(c.Arm, "whole") + " " + c.Profile
+	if c.Transport != "" && c.Transport != "quic" {
+		s += " " + c.Transport
+	}
+	return fmt.Sprintf("%s seed %d [%s]", s, c.Seed, c.Key)
+}
+
+// Cell names the cell of key in shard i: the plan's PlannedCell, or one
+// holding the key alone where the plan names no cell of it.
+func (p *Plan) Cell(i int, key string) PlannedCell {
+	if i >= 0 && i < len(p.ShardPlans) {
+		for _, c := range p.ShardPlans[i].Cells {
+			if c.Key == key {
+				return c
+			}
+		}
+	}
+	return PlannedCell{Key: key, Arm: "?", Profile: "?"}
 }
 
 // Sweep commands and the flag each gives its records file.
@@ -57,7 +99,7 @@ var outFlags = map[string]string{"run": "--out", "validate": "--cache"}
 // costed by cost (nil: EstimateCost; a sweep under a soft memory limit
 // passes one whose peak is LimitedPeak's). binary, dir and workDir must
 // be absolute; dir is written into #SBATCH lines, so it may hold no
-// whitespace, quote, backslash or %.
+// whitespace, quote, backslash or %. The merge's rule is OnConflictRefuse.
 func NewPlan(binary string, command []string, dir, workDir string, cfgs []cell.Config, cost func(cell.Config) Cost, shards, parallel int) (*Plan, error) {
 	switch {
 	case len(command) == 0 || outFlags[command[0]] == "":
@@ -81,12 +123,14 @@ func NewPlan(binary string, command []string, dir, workDir string, cfgs []cell.C
 		cost = EstimateCost
 	}
 	p := &Plan{Binary: binary, Command: slices.Clone(command), Dir: filepath.Clean(dir), WorkDir: workDir,
-		Shards: shards, Parallel: min(parallel, shards), Cells: len(cfgs)}
+		Shards: shards, Parallel: min(parallel, shards), Cells: len(cfgs), OnConflict: OnConflictRefuse}
 	for i := range shards {
-		sp := ShardPlan{Index: i, Keys: []string{}}
+		sp := ShardPlan{Index: i, Keys: []string{}, Cells: []PlannedCell{}}
 		for _, c := range Shard(cfgs, i, shards) {
 			cc := cost(c)
+			n, _ := c.Size()
 			sp.Keys = append(sp.Keys, c.Key())
+			sp.Cells = append(sp.Cells, PlannedCell{Key: c.Key(), Arm: c.Arm, Profile: c.Profile.Name, Transport: c.Transport, Seed: c.Seed, Nodes: n})
 			sp.WallS += cc.Wall.Seconds()
 			sp.RSSBytes = max(sp.RSSBytes, cc.RSS)
 		}
@@ -144,6 +188,18 @@ func (p *Plan) ShardFile(i int) string {
 // MergedFile is the merged records file the merge job writes.
 func (p *Plan) MergedFile() string { return filepath.Join(p.Dir, "merged.jsonl") }
 
+// ShardLog is the stderr of shard i's task in array job arrayID; its
+// stdout is the same path ending in .out. Each submission's tasks write
+// logs of their own, so a resubmission keeps the earlier ones.
+func (p *Plan) ShardLog(i int, arrayID string) string {
+	return filepath.Join(p.Dir, fmt.Sprintf("shard-%d.%s.err", i, arrayID))
+}
+
+// MergeLog is the stderr of merge job jobID (its stdout ends in .out).
+func (p *Plan) MergeLog(jobID string) string {
+	return filepath.Join(p.Dir, fmt.Sprintf("merge.%s.err", jobID))
+}
+
 // Name is the jobs' name: uplink- and the sweep folder's name.
 func (p *Plan) Name() string {
 	var b strings.Builder
@@ -158,6 +214,9 @@ func (p *Plan) Name() string {
 	return strings.TrimRight(name[:min(len(name), 50)], "-")
 }
 
+// onConflict is the merge's rule: OnConflictRefuse where none is set.
+func (p *Plan) onConflict() string { return cmp.Or(p.OnConflict, OnConflictRefuse) }
+
 // taskArgs is a task's arguments after the binary: the sweep's command
 // line with its shard, one cell at a time, its records file and, for run,
 // --skip-done (validate always skips the cells its cache holds). index is
@@ -170,14 +229,22 @@ func (p *Plan) taskArgs(index, path string) []string {
 	return args
 }
 
+// mergeArgs is the merge's arguments after the binary, before the
+// shards' records files: merged into out under the plan's rule; --force
+// replaces an earlier merge's file, which the shards' files hold whole.
+func (p *Plan) mergeArgs(out string) []string {
+	return []string{"records", "merge", "--on-conflict", p.onConflict(), "--force", out}
+}
+
 // TaskExitNote starts the line the array script writes last to a task's
 // stderr: the status the task exits with.
 const TaskExitNote = "uplink slurm: task exited with status "
 
 // ArrayScript is array.sbatch: a job array of one task per shard, at
-// most Parallel at once, each with one CPU, MemMiB and TimeLimit, running
-// its shard with its records file in Dir, its stdout and stderr in
-// Dir/shard-I.out and .err.
+// most Parallel at once, each with TaskCPUs CPUs, MemMiB and TimeLimit,
+// running its shard with its records file in Dir, its stdout and stderr
+// in Dir/shard-I.JOB.out and .err (ShardLog: JOB is the array's job id,
+// so each submission keeps its own logs).
 func (p *Plan) ArrayScript() string {
 	var b strings.Builder
 	b.WriteString("#!/bin/bash\n")
@@ -186,8 +253,8 @@ func (p *Plan) ArrayScript() string {
 	fmt.Fprintf(&b, "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=%d\n", max(p.TaskCPUs, 1))
 	fmt.Fprintf(&b, "#SBATCH --mem=%dM\n", p.MemMiB())
 	fmt.Fprintf(&b, "#SBATCH --time=%s\n", SlurmTime(p.TimeLimit()))
-	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(p.Dir, "shard-%a.out"))
-	fmt.Fprintf(&b, "#SBATCH --error=%s\n", filepath.Join(p.Dir, "shard-%a.err"))
+	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(p.Dir, "shard-%a.%A.out"))
+	fmt.Fprintf(&b, "#SBATCH --error=%s\n", filepath.Join(p.Dir, "shard-%a.%A.err"))
 	fmt.Fprintf(&b, "# Task I runs shard I of %d of the sweep of %d cells (plan.json):\n#   uplink %s\n", p.Shards, p.Cells, shellJoin(p.Command))
 	fmt.Fprintf(&b, "# appending its records to shard-I.jsonl; run again, it runs only the cells\n# that file lacks.\n")
 	b.WriteString("set -euo pipefail\n")
@@ -202,19 +269,27 @@ func (p *Plan) ArrayScript() string {
 }
 
 // MergeScript is merge.sbatch: it merges the shards' records into
-// merged.jsonl and checks every line of it.
+// merged.jsonl under the plan's rule (OnConflict), replacing an earlier
+// merge, and checks every line of it; its logs are Dir/merge.JOB.out and
+// .err (MergeLog).
 func (p *Plan) MergeScript() string {
 	var b strings.Builder
 	b.WriteString("#!/bin/bash\n")
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s-merge\n", p.Name())
 	b.WriteString("#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n#SBATCH --time=0-00:30:00\n")
-	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(p.Dir, "merge.out"))
-	fmt.Fprintf(&b, "#SBATCH --error=%s\n", filepath.Join(p.Dir, "merge.err"))
-	fmt.Fprintf(&b, "# Merges the records of the %d shards (array.sbatch) into merged.jsonl.\n", p.Shards)
+	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(p.Dir, "merge.%j.out"))
+	fmt.Fprintf(&b, "#SBATCH --error=%s\n", filepath.Join(p.Dir, "merge.%j.err"))
+	fmt.Fprintf(&b, "# Merges the records of the %d shards (array.sbatch) into merged.jsonl, one\n", p.Shards)
+	fmt.Fprintf(&b, "# record per cell; a cell with records of several versions: --on-conflict %s.\n", p.onConflict())
 	b.WriteString("set -euo pipefail\n")
+	fmt.Fprintf(&b, "trap 'echo \"%s$?\" >&2' EXIT\n", TaskExitNote)
 	fmt.Fprintf(&b, "dir=%s\n", shellQuote(p.Dir))
 	bin := shellQuote(p.Binary)
-	fmt.Fprintf(&b, "%s records merge \"$dir/merged.jsonl\" \"$dir\"/shard-*.jsonl\n", bin)
+	shards := `"$dir"/shard-0.jsonl`
+	if p.Shards > 1 {
+		shards = fmt.Sprintf(`"$dir"/shard-{0..%d}.jsonl`, p.Shards-1)
+	}
+	fmt.Fprintf(&b, "%s %s %s\n", bin, strings.Join(p.mergeArgs(`"$dir/merged.jsonl"`), " "), shards)
 	fmt.Fprintf(&b, "%s records check \"$dir/merged.jsonl\"\n", bin)
 	return b.String()
 }

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -122,12 +123,18 @@ func TestArrayScript(t *testing.T) {
 		"#SBATCH --cpus-per-task=1",
 		fmt.Sprintf("#SBATCH --mem=%dM", p.MemMiB()),
 		"#SBATCH --time=" + SlurmTime(p.TimeLimit()),
-		"#SBATCH --output=" + filepath.Join(dir, "sweep", "shard-%a.out"),
-		"#SBATCH --error=" + filepath.Join(dir, "sweep", "shard-%a.err"),
+		"#SBATCH --output=" + filepath.Join(dir, "sweep", "shard-%a.%A.out"),
+		"#SBATCH --error=" + filepath.Join(dir, "sweep", "shard-%a.%A.err"),
 		"set -euo pipefail",
 		`'` + bin + `' run --nodes 12 --knob 'x=it'\''s a b' --seeds 7-12 --shard "$task"/3 --jobs 1 --out "$dir/shard-$task.jsonl" --skip-done`,
 	} {
 		require.Contains(t, lines, want, script)
+	}
+	// Slurm writes task 1 of array job 57's stderr where ShardLog says.
+	for _, l := range lines {
+		if errPath, ok := strings.CutPrefix(l, "#SBATCH --error="); ok {
+			require.Equal(t, p.ShardLog(1, "57"), strings.NewReplacer("%a", "1", "%A", "57").Replace(errPath))
+		}
 	}
 	// A split cell asks for a CPU per partition.
 	split := slurmCells(t)
@@ -136,7 +143,6 @@ func TestArrayScript(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, ps.TaskCPUs)
 	require.Contains(t, strings.Split(ps.ArrayScript(), "\n"), "#SBATCH --cpus-per-task=4")
-	require.Contains(t, ps.K8sJob("uplink:test", "sweep-pvc"), `cpu: "4"`)
 	// Every #SBATCH line comes before the first command.
 	last := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "set ") })
 	for i, l := range lines {
@@ -172,25 +178,53 @@ func TestArrayScript(t *testing.T) {
 }
 
 // TestMergeScript: merge.sbatch merges every shard's records into
-// merged.jsonl and checks it; the submit commands chain it to the array.
+// merged.jsonl under the plan's rule, replacing an earlier merge, and
+// checks it; run as bash with a binary that prints its arguments, it
+// names each shard's file and notes its exit status; its logs are
+// MergeLog's; the submit commands chain it to the array.
 func TestMergeScript(t *testing.T) {
 	p, err := NewPlan("/opt/uplink", runCommand, "/data/s", "/w", slurmCells(t), nil, 3, 2)
 	require.NoError(t, err)
+	require.Equal(t, OnConflictRefuse, p.OnConflict)
 	lines := strings.Split(p.MergeScript(), "\n")
 	for _, want := range []string{
 		"#!/bin/bash",
-		"#SBATCH --output=/data/s/merge.out",
-		"#SBATCH --error=/data/s/merge.err",
+		"#SBATCH --output=/data/s/merge.%j.out",
+		"#SBATCH --error=/data/s/merge.%j.err",
 		"set -euo pipefail",
 		"dir=/data/s",
-		`/opt/uplink records merge "$dir/merged.jsonl" "$dir"/shard-*.jsonl`,
+		`/opt/uplink records merge --on-conflict refuse --force "$dir/merged.jsonl" "$dir"/shard-{0..2}.jsonl`,
 		`/opt/uplink records check "$dir/merged.jsonl"`,
 	} {
 		require.Contains(t, lines, want)
 	}
+	require.Equal(t, "/data/s/merge.58.err", p.MergeLog("58"))
 	require.Equal(t, "array=$(sbatch --parsable /data/s/array.sbatch)\nsbatch --parsable --dependency=afterok:${array%%;*} /data/s/merge.sbatch\n", p.SubmitCommands())
 	require.Equal(t, "/data/s/shard-2.jsonl", p.ShardFile(2))
 	require.Equal(t, "/data/s/merged.jsonl", p.MergedFile())
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "uplink")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho \"$*\"\n"), 0o755))
+	for _, c := range []struct {
+		shards int
+		rule   string
+		files  string
+	}{{1, OnConflictNewest, "D/shard-0.jsonl"}, {3, "", "D/shard-0.jsonl D/shard-1.jsonl D/shard-2.jsonl"}} {
+		p, err := NewPlan(bin, runCommand, filepath.Join(dir, "s"), dir, slurmCells(t), nil, c.shards, 1)
+		require.NoError(t, err)
+		p.OnConflict = c.rule
+		path := filepath.Join(dir, "merge.sbatch")
+		require.NoError(t, os.WriteFile(path, []byte(p.MergeScript()), 0o644))
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command("bash", path)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(t, cmd.Run(), stderr.String())
+		rule := cmp.Or(c.rule, OnConflictRefuse)
+		want := "records merge --on-conflict " + rule + " --force D/merged.jsonl " + c.files + "\nrecords check D/merged.jsonl\n"
+		require.Equal(t, strings.ReplaceAll(want, "D/", p.Dir+"/"), stdout.String())
+		require.Equal(t, TaskLog{Ended: true}, ParseTaskLog(stderr.String()))
+	}
 }
 
 // TestK8sJob: job.yaml reads as YAML into an Indexed Job of one

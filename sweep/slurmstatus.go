@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,31 +129,93 @@ func taskIDs(s string) []int {
 
 // TaskLog is what a task's stderr says of its end: the exit status the
 // array script notes (TaskExitNote), Slurm's note of a cancellation (a
-// time limit, scancel), and uplink's last error line.
+// time limit, scancel), and the error uplink printed before a non-zero
+// exit: its first line and the first line of each failed cell it lists.
 type TaskLog struct {
 	Ended     bool
 	Exit      int
 	Cancelled string
 	LastError string
+	Failures  []string
 }
 
-// ParseTaskLog reads a task's stderr.
+// failedCellLine is the line with which a sweep's error lists one failed
+// cell: two spaces, its arm, profile and seed, and why it failed (ending
+// "; last lines:" where the cell's last lines of stderr follow).
+var failedCellLine = regexp.MustCompile(`^ {2,3}\S+( \S+){0,3} seed \d+: `)
+
+// lastLines ends a failed cell's line where the cell's last lines of
+// stderr follow it.
+const lastLines = "; last lines:"
+
+// ParseTaskLog reads a task's stderr. The error of a task that exited
+// with a non-zero status is the last line starting "uplink: " (not a
+// warning) before the exit note, with the failed cells listed under it;
+// the lines each failed cell's stderr left are read past, whatever they
+// say.
 func ParseTaskLog(text string) TaskLog {
 	var l TaskLog
+	var errLine string
+	var failures []string
+	tail := false // in a failed cell's last lines
 	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
+		line = strings.TrimRight(line, "\r")
+		trimmed := strings.TrimSpace(line)
 		switch {
-		case strings.HasPrefix(line, TaskExitNote):
-			if n, err := strconv.Atoi(strings.TrimPrefix(line, TaskExitNote)); err == nil {
+		case strings.HasPrefix(trimmed, TaskExitNote):
+			if n, err := strconv.Atoi(strings.TrimPrefix(trimmed, TaskExitNote)); err == nil {
 				l.Ended, l.Exit = true, n
+				l.LastError, l.Failures = "", nil
+				if n != 0 {
+					l.LastError, l.Failures = errLine, failures
+				}
 			}
+			errLine, failures, tail = "", nil, false
 		case strings.Contains(line, "*** JOB ") && strings.Contains(line, " CANCELLED "):
-			l.Cancelled = line
-		case strings.HasPrefix(line, "uplink: "):
-			l.LastError = line
+			l.Cancelled = trimmed
+		case errLine != "" && failedCellLine.MatchString(line):
+			failures = append(failures, strings.TrimSuffix(trimmed, lastLines))
+			tail = strings.HasSuffix(trimmed, lastLines)
+		case tail:
+		case strings.HasPrefix(line, "uplink: ") && !strings.HasPrefix(line, "uplink: warning: "):
+			errLine, failures = trimmed, nil
 		}
 	}
 	return l
+}
+
+// logJobID is the job id that shard's log path names (ShardLog), or ""
+// for another path.
+func logJobID(path string, shard int) string {
+	base := filepath.Base(path)
+	id, ok := strings.CutPrefix(base, fmt.Sprintf("shard-%d.", shard))
+	if !ok {
+		return ""
+	}
+	id, ok = strings.CutSuffix(id, ".err")
+	if !ok || id == "" || strings.Trim(id, "0123456789") != "" {
+		return ""
+	}
+	return id
+}
+
+// NewestShardLog is the stderr of shard i's task in its newest
+// submission: that of array job arrayID where one is given (empty where
+// that task wrote none yet), else the log with the highest job id in the
+// plan's folder (ShardLog), else "".
+func (p *Plan) NewestShardLog(i int, arrayID string) string {
+	if arrayID != "" {
+		return p.ShardLog(i, arrayID)
+	}
+	paths, _ := filepath.Glob(filepath.Join(p.Dir, fmt.Sprintf("shard-%d.*.err", i)))
+	newest, newestID := "", ""
+	for _, path := range paths {
+		id := logJobID(path, i)
+		if id != "" && (len(id) > len(newestID) || len(id) == len(newestID) && id > newestID) {
+			newest, newestID = path, id
+		}
+	}
+	return newest
 }
 
 // ShardState is a shard's state in a sweep's status.
@@ -171,7 +235,11 @@ type ShardEvidence struct {
 	FileExists bool  // the records file (or something by its name) exists
 	FileErr    error // why the records file could not be read
 	Task       *Task // what Slurm says of the shard's task, if it knows
-	Log        TaskLog
+	// Asked tells that Slurm was asked of the sweep's array job and told
+	// of some task of it: a shard whose task it does not name has none
+	// pending or running.
+	Asked bool
+	Log   TaskLog
 }
 
 // State tells the shard's state, with what it rests on. A complete file
@@ -210,8 +278,10 @@ func (e ShardEvidence) State() (ShardState, string) {
 		return ShardFailed, why(fmt.Sprintf("%s; the task exited with status %d", cells, e.Log.Exit))
 	case e.FileExists:
 		return ShardFailed, why(cells + "; no task of it is running")
+	case e.Asked:
+		return ShardMissing, cells + "; not started, and Slurm holds no task of it pending or running"
 	}
-	return ShardMissing, "not started"
+	return ShardMissing, cells + "; not started"
 }
 
 // RecordKeys reads the keys of the valid records in a records file

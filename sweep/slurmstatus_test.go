@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,10 @@ func TestArrayTasks(t *testing.T) {
 	}
 }
 
+// TestParseTaskLog: a task's exit status, Slurm's note of a
+// cancellation, and the error uplink printed before a non-zero exit with
+// the first line of each failed cell, read past the cells' last lines
+// (whatever they say), warnings and notes.
 func TestParseTaskLog(t *testing.T) {
 	require.Equal(t, TaskLog{}, ParseTaskLog(""))
 	log := "[wholend harness seed 7] cell seed 7: 12 hosts in 0.1 s\n" +
@@ -58,6 +63,44 @@ func TestParseTaskLog(t *testing.T) {
 	require.Equal(t, TaskLog{Ended: true, Exit: 2, LastError: "uplink: --out /d/shard-1.jsonl: not a regular file"}, ParseTaskLog(log))
 	cancelled := "slurmstepd: error: *** JOB 12 ON vm CANCELLED AT 2026-12-01T13:57:21 DUE TO TIME LIMIT ***\n"
 	require.Equal(t, TaskLog{Cancelled: strings.TrimSpace(cancelled)}, ParseTaskLog(cancelled))
+
+	// Two cells failed, one killed: run's error lists each with the last
+	// lines of its stderr, which may look like uplink's own lines.
+	killed := "uplink: /d/shard-1.jsonl line 3: a record cut short (a writer stopped mid-line), skipped\n" +
+		"cells: 2 to run, 1 at a time; ETA 3s (estimated from the cells' sizes)\n" +
+		"uplink: warning: cells run in this machine's network namespace, so go-libp2p may list its interfaces (x)\n" +
+		"[wholend harness seed 7] cell seed 7: 12 hosts in 0.1 s\n" +
+		"uplink: run: 2 of 2 cells failed:\n" +
+		"  wholend harness seed 7: signal: killed; last lines:\n" +
+		"cell seed 7: 12 hosts in 0.1 s\n" +
+		"uplink: cell: a line of the cell's own\n" +
+		"  wholend harness quic seed 8: exit status 1; last lines:\n" +
+		"  an indented line of the cell's\n" +
+		"uplink: cell: boom\n" +
+		TaskExitNote + "1\n"
+	require.Equal(t, TaskLog{Ended: true, Exit: 1, LastError: "uplink: run: 2 of 2 cells failed:",
+		Failures: []string{"wholend harness seed 7: signal: killed", "wholend harness quic seed 8: exit status 1"}}, ParseTaskLog(killed))
+
+	// A task that succeeds has no error, whatever notes it printed; one
+	// killed before it could note its exit has none either.
+	ok := "uplink: /d/shard-1.jsonl line 3: a record cut short (a writer stopped mid-line), skipped\n" + TaskExitNote + "0\n"
+	require.Equal(t, TaskLog{Ended: true}, ParseTaskLog(ok))
+	require.Equal(t, TaskLog{}, ParseTaskLog("uplink: run: 1 of 1 cells failed:\n  wholend harness seed 7: signal: killed\n"))
+}
+
+// TestNewestShardLog: a shard's log is that of the array job named,
+// else the one of the highest job id, else none; other files are no log.
+func TestNewestShardLog(t *testing.T) {
+	dir := t.TempDir()
+	p := &Plan{Dir: dir, Shards: 2}
+	require.Equal(t, "", p.NewestShardLog(1, ""))
+	for _, name := range []string{"shard-1.9.err", "shard-1.10.err", "shard-1.err", "shard-1.x.err", "shard-0.11.err", "shard-1.12.out", "shard-11.13.err"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+	}
+	require.Equal(t, filepath.Join(dir, "shard-1.10.err"), p.NewestShardLog(1, ""))
+	require.Equal(t, filepath.Join(dir, "shard-1.9.err"), p.NewestShardLog(1, "9"))
+	require.Equal(t, filepath.Join(dir, "shard-1.14.err"), p.NewestShardLog(1, "14"), "the array's own, not yet written")
+	require.Equal(t, filepath.Join(dir, "shard-0.11.err"), p.NewestShardLog(0, ""))
 }
 
 // TestShardState: a complete file is done whatever else is known; Slurm's
@@ -81,7 +124,8 @@ func TestShardState(t *testing.T) {
 		{"cancelled", ShardEvidence{Want: 2, Log: TaskLog{Cancelled: "*** JOB 3 ON vm CANCELLED AT x ***"}}, ShardFailed, "CANCELLED"},
 		{"partial file, nothing running", ShardEvidence{Want: 2, Have: 1, FileExists: true}, ShardFailed, "1 of 2 cells; no task of it is running"},
 		{"unreadable", ShardEvidence{Want: 2, FileExists: true, FileErr: errors.New("not a regular file")}, ShardFailed, "records file unreadable: not a regular file"},
-		{"not started", ShardEvidence{Want: 2}, ShardMissing, "not started"},
+		{"not started", ShardEvidence{Want: 2}, ShardMissing, "0 of 2 cells; not started"},
+		{"not queued", ShardEvidence{Want: 2, Asked: true}, ShardMissing, "not started, and Slurm holds no task of it pending or running"},
 	} {
 		st, why := c.e.State()
 		require.Equal(t, c.want, st, c.name)
@@ -107,4 +151,18 @@ func TestRecordKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, exists)
 	require.Equal(t, map[string]bool{"k1": true}, keys, "a record that fails its check, or is cut short, does not count")
+}
+
+// A task whose cell was killed: its error's first line and each failed
+// cell's, without the lines the cell's stderr left.
+func ExampleParseTaskLog() {
+	l := ParseTaskLog("uplink: run: 1 of 2 cells failed:\n" +
+		"  wholend harness seed 9: signal: killed; last lines:\n" +
+		"cell seed 9: 12 hosts in 0.1 s\n" +
+		TaskExitNote + "1\n")
+	fmt.Println(l.Exit, l.LastError)
+	fmt.Println(l.Failures)
+	// Output:
+	// 1 uplink: run: 1 of 2 cells failed:
+	// [wholend harness seed 9: signal: killed]
 }

@@ -3,13 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -21,20 +24,26 @@ import (
 )
 
 const slurmUsage = `Usage:
-  uplink slurm --dir DIR --shards N [--parallel P] [--submit] -- run|validate FLAGS...
+  uplink slurm --dir DIR --shards N [--parallel P] [--on-conflict RULE] [--submit] -- run|validate FLAGS...
   uplink slurm --dir DIR --shards N --emit k8s [--k8s-volume PVC] -- run|validate FLAGS...
   uplink slurm --status DIR
 
-Plans the sweep of a run or validate command line as N cost-balanced shards
-and writes DIR/plan.json (each shard's cells and estimated cost),
-DIR/array.sbatch (a job array: task I runs shard I, P at once, its records in
-DIR/shard-I.jsonl) and DIR/merge.sbatch (DIR/merged.jsonl once every task has
-succeeded), and prints the sbatch commands; --submit runs them and keeps the
-job ids in DIR/jobs.json. Planning the same sweep into the same DIR and
-submitting again runs only the cells still missing. --emit k8s writes
-DIR/job.yaml, a Kubernetes Indexed Job, instead of the sbatch scripts.
---status DIR tells each shard done, running, failed or missing (exit 1 when
-one failed) and whether merged.jsonl exists.
+Plans the sweep of a run or validate command line as N cost-balanced shards,
+after every check the command makes of its flags and cells, and writes
+DIR/plan.json (each shard's cells and estimated cost), DIR/array.sbatch (a
+job array: task I runs shard I, P at once, its records in DIR/shard-I.jsonl,
+its logs in DIR/shard-I.JOB.out and .err) and DIR/merge.sbatch (DIR/merged.jsonl,
+one record per cell, once every task has succeeded; a cell with records of
+several versions is refused or its newest kept, as --on-conflict says), and
+prints the sbatch commands; --submit runs them and keeps the job ids in
+DIR/jobs.json. Planning the same sweep into the same DIR and submitting again
+runs only the cells still missing; each submission keeps its own logs.
+--emit k8s writes DIR/job.yaml, a Kubernetes Indexed Job, instead of the
+sbatch scripts.
+--status DIR tells each shard done, running, failed or missing, the cells
+missing, the first line of each failure, the cells with several different
+records and whether merged.jsonl holds one record of every cell; it exits 1
+until the sweep is complete and merged.
 
 Flags:
 `
@@ -74,11 +83,13 @@ var slurmRefused = map[string]string{
 	"report":          "each task would write the report of its shard alone; once merged, uplink validate --cached-only --cache DIR/merged.jsonl --report FOLDER writes the whole",
 }
 
-// slurmJobs is DIR/jobs.json: the jobs --submit submitted.
+// slurmJobs is DIR/jobs.json: the jobs --submit submitted last, and
+// those of the earlier submissions, oldest first.
 type slurmJobs struct {
-	Array     string `json:"array"`
-	Merge     string `json:"merge,omitempty"`
-	Submitted string `json:"submitted"`
+	Array     string      `json:"array"`
+	Merge     string      `json:"merge,omitempty"`
+	Submitted string      `json:"submitted"`
+	Earlier   []slurmJobs `json:"earlier,omitempty"`
 }
 
 // cmdSlurm plans a sweep as a Slurm job array (or a Kubernetes Indexed
@@ -96,6 +107,7 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 	parallel := fs.Int("parallel", 0, "tasks run at once (the array's %P; default all)")
 	submit := fs.Bool("submit", false, "submit array.sbatch, then merge.sbatch to run once every task has succeeded, and keep their job ids in DIR/jobs.json")
 	status := fs.String("status", "", "tell the status of the sweep planned in this folder and exit")
+	onConflict := fs.String("on-conflict", sweep.OnConflictRefuse, "the merge's rule for a cell with several different records (a rerun by another uplink build): "+sweep.OnConflictRefuse+" (the merge fails, naming the cells) or "+sweep.OnConflictNewest+" (the last record read is kept); kept in plan.json")
 	emit := fs.String("emit", "slurm", "what to write: slurm (array.sbatch and merge.sbatch) or k8s (job.yaml, a Kubernetes Indexed Job)")
 	k8sVolume := fs.String("k8s-volume", "", "with --emit k8s: the persistent volume claim the tasks write their records to, mounted at "+sweep.K8sMount+" (default an emptyDir, whose records go with each pod)")
 	k8sImage := fs.String("k8s-image", "uplink:latest", "with --emit k8s: the container image, with uplink on its PATH")
@@ -127,6 +139,8 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("slurm: --parallel %d: want at least 1 (0: all at once)", *parallel)}
 	case *emit != "slurm" && *emit != "k8s":
 		return usageError{fmt.Errorf("slurm: --emit %q: want slurm or k8s", *emit)}
+	case *onConflict != sweep.OnConflictRefuse && *onConflict != sweep.OnConflictNewest:
+		return usageError{fmt.Errorf("slurm: --on-conflict %q: want %s or %s", *onConflict, sweep.OnConflictRefuse, sweep.OnConflictNewest)}
 	case *emit == "k8s" && *submit:
 		return usageError{errors.New("slurm: --submit submits to Slurm; with --emit k8s apply DIR/job.yaml with kubectl")}
 	case *emit != "k8s" && (fs.Changed("k8s-volume") || fs.Changed("k8s-image")):
@@ -141,6 +155,7 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 	if err != nil || p == nil {
 		return err
 	}
+	p.OnConflict = *onConflict
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return fmt.Errorf("slurm: --dir: %w", err)
 	}
@@ -335,16 +350,26 @@ func checkSamePlan(p *sweep.Plan) error {
 }
 
 // slurmSubmit submits the array, then the merge job to run once every
-// task has succeeded, and writes DIR/jobs.json. It refuses while an
-// earlier submission of the sweep still has a task pending or running.
+// task has succeeded, and writes DIR/jobs.json, keeping the earlier
+// submissions' ids. It refuses while a task or the merge job of an
+// earlier submission of the sweep is still pending or running.
 func slurmSubmit(p *sweep.Plan, stdout io.Writer) error {
 	jobsPath := filepath.Join(p.Dir, "jobs.json")
-	if old, err := readJobs(p.Dir); err == nil && old.Array != "" {
+	old, err := readJobs(p.Dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("slurm --submit: %w", err)
+	case old.Array != "":
 		records, _ := slurmJobRecords(old)
-		for i, t := range sweep.ArrayTasks(records, old.Array) {
-			if t.Active() {
+		tasks := sweep.ArrayTasks(records, old.Array)
+		for _, i := range slices.Sorted(maps.Keys(tasks)) {
+			if t := tasks[i]; t.Active() {
 				return fmt.Errorf("slurm --submit: task %d of the sweep's array job %s is %s; wait for it, or scancel %s", i, old.Array, strings.ToLower(t.State), old.Array)
 			}
+		}
+		if t, ok := sweep.JobTask(records, old.Merge); ok && t.Active() {
+			return fmt.Errorf("slurm --submit: the sweep's merge job %s is %s; wait for it, or scancel %s", old.Merge, strings.ToLower(t.State), old.Merge)
 		}
 	}
 	array, err := sbatch("--parsable", filepath.Join(p.Dir, "array.sbatch"))
@@ -352,6 +377,9 @@ func slurmSubmit(p *sweep.Plan, stdout io.Writer) error {
 		return fmt.Errorf("slurm --submit: %w", err)
 	}
 	jobs := slurmJobs{Array: array, Submitted: time.Now().UTC().Format(time.RFC3339)}
+	if old.Array != "" {
+		jobs.Earlier = append(old.Earlier, slurmJobs{Array: old.Array, Merge: old.Merge, Submitted: old.Submitted})
+	}
 	write := func() error {
 		return writeFileAtomic(jobsPath, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
@@ -453,8 +481,11 @@ func readJobComp(path string, jobs slurmJobs, b *strings.Builder) {
 	}
 }
 
-// slurmStatus prints each shard's state and the merged records', and
-// fails when a shard failed.
+// slurmStatus prints each shard's state with the cells it lacks and the
+// first line of each failure, the cells with several different records
+// in the shards' files, and whether merged.jsonl holds one record of
+// every cell of the plan and no other, as the merge would write it now.
+// It fails unless the sweep is complete and merged.
 func slurmStatus(dir string, stdout io.Writer) error {
 	p, err := readPlan(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -484,10 +515,12 @@ func slurmStatus(dir string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("slurm --status: %w", err)
 	}
+	var wrong []string // what keeps the sweep from complete, for the error
 	count := map[sweep.ShardState]int{}
+	missing := 0
 	for _, sp := range p.ShardPlans {
 		keys, exists, ferr := sweep.RecordKeys(p.ShardFile(sp.Index))
-		ev := sweep.ShardEvidence{Want: len(sp.Keys), FileExists: exists, FileErr: ferr}
+		ev := sweep.ShardEvidence{Want: len(sp.Keys), FileExists: exists, FileErr: ferr, Asked: len(tasks) > 0}
 		for _, k := range sp.Keys {
 			if keys[k] {
 				ev.Have++
@@ -496,29 +529,227 @@ func slurmStatus(dir string, stdout io.Writer) error {
 		if t, ok := tasks[sp.Index]; ok {
 			ev.Task = &t
 		}
-		if b, err := os.ReadFile(filepath.Join(p.Dir, fmt.Sprintf("shard-%d.err", sp.Index))); err == nil {
-			ev.Log = sweep.ParseTaskLog(string(b))
+		logPath := p.NewestShardLog(sp.Index, jobs.Array)
+		if logPath != "" {
+			if b, err := os.ReadFile(logPath); err == nil {
+				ev.Log = sweep.ParseTaskLog(string(b))
+			} else {
+				logPath = ""
+			}
 		}
 		st, why := ev.State()
 		count[st]++
 		fmt.Fprintf(stdout, "shard %d: %s (%s)\n", sp.Index, st, why)
+		for _, f := range ev.Log.Failures {
+			fmt.Fprintf(stdout, "  failed: %s\n", f)
+		}
+		if st == sweep.ShardFailed && logPath != "" {
+			fmt.Fprintf(stdout, "  log: %s\n", logPath)
+		}
+		if st == sweep.ShardFailed || st == sweep.ShardMissing {
+			for _, k := range sp.Keys {
+				if !keys[k] {
+					missing++
+					fmt.Fprintf(stdout, "  missing: %s\n", p.Cell(sp.Index, k))
+				}
+			}
+		}
 	}
 	fmt.Fprintf(stdout, "%d shards: %d done, %d running, %d failed, %d missing\n", p.Shards,
 		count[sweep.ShardDone], count[sweep.ShardRunning], count[sweep.ShardFailed], count[sweep.ShardMissing])
-	merged := p.MergedFile()
-	if n, problems, err := sweep.CheckFile(merged); err == nil {
-		fmt.Fprintf(stdout, "%s: %d records, %d lines wrong\n", merged, n, len(problems))
-	} else if errors.Is(err, os.ErrNotExist) {
-		line := merged + ": absent"
-		if mergeJob != nil {
-			line += fmt.Sprintf(" (merge job %s: %s)", jobs.Merge, mergeJob)
+	for _, c := range []struct {
+		st   sweep.ShardState
+		what string
+	}{{sweep.ShardFailed, "failed"}, {sweep.ShardMissing, "not started"}, {sweep.ShardRunning, "still running"}} {
+		if n := count[c.st]; n > 0 {
+			wrong = append(wrong, fmt.Sprintf("%d of %d shards %s", n, p.Shards, c.what))
 		}
-		fmt.Fprintln(stdout, line)
-	} else {
-		fmt.Fprintf(stdout, "%s: %v\n", merged, pathErrCause(err))
 	}
-	if count[sweep.ShardFailed] > 0 {
-		return fmt.Errorf("slurm --status: %d of %d shards failed", count[sweep.ShardFailed], p.Shards)
+	if missing > 0 {
+		wrong = append(wrong, fmt.Sprintf("%d of %d cells missing", missing, p.Cells))
+	}
+	shards, merge := shardMerge(p)
+	wrong = append(wrong, merge.report(p, stdout)...)
+	wrong = append(wrong, mergedStatus(p, shards, merge, jobs.Merge, mergeJob, stdout)...)
+	if len(wrong) > 0 {
+		return fmt.Errorf("slurm --status: the sweep is not complete: %s", strings.Join(wrong, "; "))
 	}
 	return nil
+}
+
+// planMerge is what the merge job would make of the shards' records
+// files as they are now: the same merge (sweep.Merge) under the plan's
+// rule.
+type planMerge struct {
+	recs []*cell.Record
+	rep  sweep.MergeReport
+	err  error
+}
+
+// shardMerge merges the shards' records files that exist, as the merge
+// job does; it returns their paths.
+func shardMerge(p *sweep.Plan) ([]string, planMerge) {
+	var paths []string
+	for i := range p.Shards {
+		if st, err := os.Stat(p.ShardFile(i)); err == nil && st.Mode().IsRegular() {
+			paths = append(paths, p.ShardFile(i))
+		}
+	}
+	var m planMerge
+	if len(paths) > 0 {
+		m.recs, m.rep, m.err = sweep.Merge(paths, sweep.MergeOptions{OnConflict: cmp.Or(p.OnConflict, sweep.OnConflictRefuse)})
+	}
+	return paths, m
+}
+
+// report prints the cells with several different records in the
+// shards' files, and the lines the merge skips; it returns what keeps
+// the sweep from complete: conflicts the plan's rule refuses, or a
+// merge that fails.
+func (m planMerge) report(p *sweep.Plan, stdout io.Writer) []string {
+	rule := cmp.Or(p.OnConflict, sweep.OnConflictRefuse)
+	for _, pr := range m.rep.Problems {
+		fmt.Fprintf(stdout, "skipped by the merge: %v\n", pr)
+	}
+	if n := len(m.rep.Conflicts); n > 0 {
+		verdict := "the merge refuses them (plan.json's on_conflict is refuse): keep one record of each, or plan the sweep again with --on-conflict newest and merge again"
+		if rule == sweep.OnConflictNewest {
+			verdict = "the merge keeps the last one read (plan.json's on_conflict is newest)"
+		}
+		fmt.Fprintf(stdout, "%d cells with several different records in the shards' files; %s:\n", n, verdict)
+		for _, c := range m.rep.Conflicts {
+			fmt.Fprintf(stdout, "  %s: records of uplink %s\n", p.Cell(shardOf(p, c.Key), c.Key), strings.Join(c.Versions, ", "))
+		}
+	}
+	switch {
+	case m.err == nil:
+		return nil
+	case errors.Is(m.err, sweep.ErrConflict):
+		return []string{fmt.Sprintf("%d cells with several different records, which the merge refuses", len(m.rep.Conflicts))}
+	}
+	fmt.Fprintf(stdout, "the shards' files do not merge: %v\n", m.err)
+	return []string{"the shards' files do not merge"}
+}
+
+// shardOf is the shard of the plan that holds key, or -1.
+func shardOf(p *sweep.Plan, key string) int {
+	for _, sp := range p.ShardPlans {
+		if slices.Contains(sp.Keys, key) {
+			return sp.Index
+		}
+	}
+	return -1
+}
+
+// mergedStatus prints what merged.jsonl holds: its records and wrong
+// lines, the plan's cells it lacks, the cells it holds several records
+// of or that the plan does not have, and whether it is what the merge
+// would write now from the shards' files; or, absent, what Slurm says
+// of the merge job and the first line of its error. It returns what
+// keeps the sweep from complete.
+func mergedStatus(p *sweep.Plan, shardFiles []string, now planMerge, mergeID string, mergeJob *sweep.Task, stdout io.Writer) []string {
+	merged := p.MergedFile()
+	var mergeLog sweep.TaskLog
+	if mergeID != "" {
+		if b, err := os.ReadFile(p.MergeLog(mergeID)); err == nil {
+			mergeLog = sweep.ParseTaskLog(string(b))
+		}
+	}
+	// The last merge failed: Slurm says so, or where it has forgotten
+	// the job, the merge's log.
+	mergeFailed := mergeJob != nil && !mergeJob.Active() && mergeJob.State != "COMPLETED" ||
+		mergeJob == nil && mergeLog.Ended && mergeLog.Exit != 0
+	mergeState := ""
+	if mergeJob != nil {
+		mergeState = fmt.Sprintf("merge job %s: %s", mergeID, mergeJob)
+	} else if mergeFailed {
+		mergeState = fmt.Sprintf("merge job %s: exited with status %d", mergeID, mergeLog.Exit)
+	}
+	n, problems, err := sweep.CheckFile(merged)
+	if errors.Is(err, os.ErrNotExist) {
+		line := merged + ": absent"
+		if mergeState != "" {
+			line += " (" + mergeState + ")"
+		}
+		fmt.Fprintln(stdout, line)
+		if mergeLog.LastError != "" {
+			fmt.Fprintf(stdout, "  %s\n", mergeLog.LastError)
+		}
+		return []string{"merged.jsonl absent"}
+	}
+	if err != nil {
+		fmt.Fprintf(stdout, "%s: %v\n", merged, pathErrCause(err))
+		return []string{"merged.jsonl unreadable"}
+	}
+	fmt.Fprintf(stdout, "%s: %d records, %d lines wrong\n", merged, n, len(problems))
+	var wrong []string
+	if len(problems) > 0 {
+		for _, pr := range problems {
+			fmt.Fprintf(stdout, "  %v\n", pr)
+		}
+		wrong = append(wrong, fmt.Sprintf("%d lines of merged.jsonl wrong", len(problems)))
+	}
+	recs, rep, err := sweep.Merge([]string{merged}, sweep.MergeOptions{OnConflict: sweep.OnConflictNewest})
+	if err != nil {
+		fmt.Fprintf(stdout, "  %v\n", err)
+		return append(wrong, "merged.jsonl unreadable")
+	}
+	planned := map[string]int{} // key: shard
+	for _, sp := range p.ShardPlans {
+		for _, k := range sp.Keys {
+			planned[k] = sp.Index
+		}
+	}
+	held := map[string]bool{}
+	var extra []string
+	for _, r := range recs {
+		held[r.Key] = true
+		if _, ok := planned[r.Key]; !ok {
+			extra = append(extra, r.Key)
+		}
+	}
+	var lacking int
+	for _, sp := range p.ShardPlans {
+		for _, k := range sp.Keys {
+			if !held[k] {
+				lacking++
+			}
+		}
+	}
+	if n > len(recs) {
+		fmt.Fprintf(stdout, "  %d records of %d cells: several of some\n", n, len(recs))
+		for _, c := range rep.Conflicts {
+			fmt.Fprintf(stdout, "    %s: records of uplink %s\n", p.Cell(planned[c.Key], c.Key), strings.Join(c.Versions, ", "))
+		}
+		if rep.Duplicates > 0 {
+			fmt.Fprintf(stdout, "    and %d records the same as another\n", rep.Duplicates)
+		}
+		wrong = append(wrong, fmt.Sprintf("merged.jsonl holds %d records of %d cells", n, len(recs)))
+	}
+	if lacking > 0 {
+		fmt.Fprintf(stdout, "  lacks %d of the plan's %d cells\n", lacking, p.Cells)
+		wrong = append(wrong, fmt.Sprintf("merged.jsonl lacks %d cells", lacking))
+	}
+	if len(extra) > 0 {
+		fmt.Fprintf(stdout, "  holds %d cells the plan does not have: %s\n", len(extra), strings.Join(extra, ", "))
+		wrong = append(wrong, fmt.Sprintf("merged.jsonl holds %d cells the plan does not have", len(extra)))
+	}
+	if now.err == nil && len(shardFiles) == p.Shards && !sameRecords(now.recs, recs) {
+		fmt.Fprintf(stdout, "  is not what the shards' files merge into now: merge again (sbatch %s)\n", filepath.Join(p.Dir, "merge.sbatch"))
+		wrong = append(wrong, "merged.jsonl is older than the shards' records")
+	}
+	if mergeFailed {
+		line := "  the last merge did not write it (" + mergeState + ")"
+		if mergeLog.LastError != "" {
+			line += ": " + mergeLog.LastError
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	return wrong
+}
+
+// sameRecords tells two merges' records (each sorted by key) the same,
+// as sweep.Merge tells records apart.
+func sameRecords(a, b []*cell.Record) bool {
+	return slices.EqualFunc(a, b, func(x, y *cell.Record) bool { return reflect.DeepEqual(x, y) })
 }

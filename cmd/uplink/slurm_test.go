@@ -205,6 +205,7 @@ func TestSlurmUsageErrors(t *testing.T) {
 		{sl("--emit", "pbs", "--", "run"), `--emit "pbs"`},
 		{sl("--emit", "k8s", "--submit", "--", "run"), "with --emit k8s apply"},
 		{sl("--k8s-volume", "v", "--", "run"), "go with --emit k8s"},
+		{sl("--on-conflict", "oldest", "--", "run"), `--on-conflict "oldest": want refuse or newest`},
 		{[]string{"slurm", "--dir", "/tmp/my sweep", "--shards", "2", "--", "run"}, "#SBATCH --output"},
 		{[]string{"slurm", "--status", d, "--shards", "2"}, "takes no other flag"},
 		{[]string{"slurm", "--status", d}, "holds no plan.json"},
@@ -241,21 +242,39 @@ esac
 	return dir
 }
 
-// writeShardRecords writes records of keys to path.
+// shardRecord is a valid record of key by uplink version.
+func shardRecord(key, version string) string {
+	return fmt.Sprintf(`{"key":%q,"arm":"wholend","profile":"harness","version":%q,"seed":7,"n":12,"total":11,"completed":11,"payload_bytes":65536}`+"\n", key, version)
+}
+
+// writeShardRecords writes records of keys by version v1 to path.
 func writeShardRecords(t *testing.T, path string, keys ...string) {
 	t.Helper()
 	var b strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&b, `{"key":%q,"arm":"wholend","profile":"harness","version":"v1","seed":7,"n":12,"total":11,"completed":11,"payload_bytes":65536}`+"\n", k)
+		b.WriteString(shardRecord(k, "v1"))
 	}
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 }
 
+// appendRecords appends text to the records file at path.
+func appendRecords(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(text)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
 // TestSlurmSubmitStatus: --submit submits the array, then the merge job
-// depending on it, and keeps both ids; --status reads each shard's file
-// and what Slurm says of its task (scontrol, the jobcomp log) or, where
-// Slurm says nothing, its stderr; it fails while a shard failed; a second
-// --submit is refused while a task still runs.
+// depending on it, and keeps both ids (and the earlier submissions');
+// --status reads each shard's file, what Slurm says of its task
+// (scontrol, the jobcomp log) and the newest submission's stderr, lists
+// the cells each failed or missing shard lacks and the first line of
+// each failed cell's error, and exits 1 until every cell is done and
+// merged.jsonl holds one record of each; a second --submit is refused
+// while a task still runs.
 func TestSlurmSubmitStatus(t *testing.T) {
 	fake := fakeSlurm(t)
 	dir := filepath.Join(t.TempDir(), "sweep")
@@ -270,19 +289,32 @@ func TestSlurmSubmitStatus(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "41", jobs.Array)
 	require.Equal(t, "42", jobs.Merge)
+	require.Empty(t, jobs.Earlier)
 
 	p := readTestPlan(t, dir)
+	require.Equal(t, "refuse", p.OnConflict)
+	cell := func(shard, i int) string { return p.ShardPlans[shard].Cells[i].String() }
+	require.Equal(t, fmt.Sprintf("wholend harness seed %d [%s]", p.ShardPlans[1].Cells[0].Seed, p.ShardPlans[1].Keys[0]), cell(1, 0))
 	writeShardRecords(t, p.ShardFile(0), p.ShardPlans[0].Keys...)
 	writeShardRecords(t, p.ShardFile(2), p.ShardPlans[2].Keys[0])
 	jobcomp := filepath.Join(fake, "jobcomp.log")
 	require.NoError(t, os.WriteFile(filepath.Join(fake, "config"), []byte("JobCompLoc              = "+jobcomp+"\nJobCompType             = jobcomp/filetxt\n"), 0o644))
 	require.NoError(t, os.WriteFile(jobcomp, []byte(
 		"JobId=40 UserId=root(0) Name=other JobState=COMPLETED ExitCode=0:0\n"+
-			"JobId=44 UserId=root(0) Name=uplink-sweep JobState=FAILED ArrayJobId=41 ArrayTaskId=1 DerivedExitCode=0:0 ExitCode=2:0\n"), 0o644))
+			"JobId=44 UserId=root(0) Name=uplink-sweep JobState=FAILED ArrayJobId=41 ArrayTaskId=1 DerivedExitCode=0:0 ExitCode=1:0\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(fake, "job-41"), []byte(
 		"JobId=45 ArrayJobId=41 ArrayTaskId=2 JobState=RUNNING Reason=None ExitCode=0:0\n"+
 			"JobId=43 ArrayJobId=41 ArrayTaskId=0 JobState=COMPLETED Reason=None ExitCode=0:0\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(fake, "job-42"), []byte("JobId=42 JobName=uplink-sweep-merge JobState=PENDING Reason=Dependency ExitCode=0:0\n"), 0o644))
+	// Shard 1's task: one cell killed, the other failed, each error
+	// followed by the cell's last lines.
+	killed := "uplink: run: 2 of 2 cells failed:\n" +
+		"  wholend harness seed 9: signal: killed; last lines:\n" +
+		"cell seed 9: 12 hosts in 0.1 s\n" +
+		"  wholend harness seed 10: exit status 1; last lines:\n" +
+		"uplink: cell: boom\n" +
+		sweep.TaskExitNote + "1\n"
+	require.NoError(t, os.WriteFile(p.ShardLog(1, "41"), []byte(killed), 0o644))
 
 	status := func(wantCode int) string {
 		t.Helper()
@@ -293,32 +325,60 @@ func TestSlurmSubmitStatus(t *testing.T) {
 	}
 	st := status(1)
 	require.Contains(t, st, "shard 0: done (2 of 2 cells)\n")
-	require.Contains(t, st, "shard 1: failed (0 of 2 cells; task FAILED, exit code 2:0)\n")
+	require.Contains(t, st, "shard 1: failed (0 of 2 cells; task FAILED, exit code 1:0; uplink: run: 2 of 2 cells failed:)\n"+
+		"  failed: wholend harness seed 9: signal: killed\n"+
+		"  failed: wholend harness seed 10: exit status 1\n"+
+		"  log: "+p.ShardLog(1, "41")+"\n"+
+		"  missing: "+cell(1, 0)+"\n"+
+		"  missing: "+cell(1, 1)+"\n")
 	require.Contains(t, st, "shard 2: running (1 of 2 cells so far)\n")
 	require.Contains(t, st, "3 shards: 1 done, 1 running, 1 failed, 0 missing\n")
 	require.Contains(t, st, p.MergedFile()+": absent (merge job 42: PENDING (Dependency))\n")
-	require.Contains(t, errb.String(), "1 of 3 shards failed")
+	require.Contains(t, errb.String(), "the sweep is not complete: 1 of 3 shards failed; 1 of 3 shards still running; 2 of 6 cells missing; merged.jsonl absent")
 
 	out.Reset()
 	errb.Reset()
 	require.Equal(t, 1, run(submit, &out, &errb))
 	require.Contains(t, errb.String(), "task 2 of the sweep's array job 41 is running; wait for it, or scancel 41")
 
-	// Slurm forgot the jobs; shard 2 finished, shard 1's stderr tells
-	// its end.
-	require.NoError(t, os.Remove(filepath.Join(fake, "job-41")))
-	require.NoError(t, os.Remove(filepath.Join(fake, "config")))
+	// Task 1 cancelled while pending: Slurm names the others, not it.
+	require.NoError(t, os.Remove(jobcomp))
+	require.NoError(t, os.Remove(p.ShardLog(1, "41")))
+	require.NoError(t, os.WriteFile(filepath.Join(fake, "job-41"), []byte(
+		"JobId=45 ArrayJobId=41 ArrayTaskId=2 JobState=COMPLETED Reason=None ExitCode=0:0\n"+
+			"JobId=43 ArrayJobId=41 ArrayTaskId=0 JobState=COMPLETED Reason=None ExitCode=0:0\n"), 0o644))
 	writeShardRecords(t, p.ShardFile(2), p.ShardPlans[2].Keys...)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "shard-1.err"), []byte("uplink: run: boom\n"+sweep.TaskExitNote+"1\n"), 0o644))
+	st = status(1)
+	require.Contains(t, st, "shard 1: missing (0 of 2 cells; not started, and Slurm holds no task of it pending or running)\n"+
+		"  missing: "+cell(1, 0)+"\n"+"  missing: "+cell(1, 1)+"\n")
+	require.Contains(t, st, "3 shards: 2 done, 0 running, 0 failed, 1 missing\n")
+	require.Contains(t, errb.String(), "1 of 3 shards not started; 2 of 6 cells missing")
+
+	// Slurm forgot the jobs; shard 1's stderr tells its end.
+	require.NoError(t, os.Remove(filepath.Join(fake, "job-41")))
+	require.NoError(t, os.Remove(filepath.Join(fake, "job-42")))
+	require.NoError(t, os.Remove(filepath.Join(fake, "config")))
+	require.NoError(t, os.WriteFile(p.ShardLog(1, "41"), []byte("uplink: run: boom\n"+sweep.TaskExitNote+"1\n"), 0o644))
 	st = status(1)
 	require.Contains(t, st, "shard 1: failed (0 of 2 cells; the task exited with status 1; uplink: run: boom)\n")
 	require.Contains(t, st, "3 shards: 2 done, 0 running, 1 failed, 0 missing\n")
 
-	// Resubmitted and done: every shard complete, the merged file there.
+	// Resubmitted: the earlier ids kept, and the earlier logs; the new
+	// task pending, its old failure is not its state.
 	require.Equal(t, 0, run(submit, &out, &errb), errb.String())
 	jobs, err = readJobs(dir)
 	require.NoError(t, err)
-	require.Equal(t, slurmJobs{Array: "43", Merge: "44", Submitted: jobs.Submitted}, jobs)
+	require.Equal(t, "43", jobs.Array)
+	require.Equal(t, "44", jobs.Merge)
+	require.Equal(t, []slurmJobs{{Array: "41", Merge: "42", Submitted: jobs.Earlier[0].Submitted}}, jobs.Earlier)
+	require.FileExists(t, p.ShardLog(1, "41"))
+	require.NoError(t, os.WriteFile(filepath.Join(fake, "job-43"), []byte("JobId=43 ArrayJobId=43 ArrayTaskId=1 JobState=PENDING Reason=Priority ExitCode=0:0\n"), 0o644))
+	st = status(1)
+	require.Contains(t, st, "shard 1: missing (0 of 2 cells; task PENDING (Priority))\n")
+	require.NotContains(t, st, "boom")
+
+	// Done: every shard complete, merged.jsonl one record of each cell.
+	require.NoError(t, os.Remove(filepath.Join(fake, "job-43")))
 	writeShardRecords(t, p.ShardFile(1), p.ShardPlans[1].Keys...)
 	var all []string
 	for _, sp := range p.ShardPlans {
@@ -327,6 +387,49 @@ func TestSlurmSubmitStatus(t *testing.T) {
 	writeShardRecords(t, p.MergedFile(), all...)
 	st = status(0)
 	require.Contains(t, st, "3 shards: 3 done, 0 running, 0 failed, 0 missing\n")
+	require.Contains(t, st, p.MergedFile()+": 6 records, 0 lines wrong\n")
+	require.NotContains(t, st, "several")
+
+	// merged.jsonl with a record twice, another of a second version, and
+	// without a cell: each said, each an exit 1.
+	appendRecords(t, p.MergedFile(), shardRecord(all[0], "v1")+shardRecord(all[1], "v2"))
+	st = status(1)
+	require.Contains(t, st, p.MergedFile()+": 8 records, 0 lines wrong\n  8 records of 6 cells: several of some\n"+
+		"    "+p.Cell(0, all[1]).String()+": records of uplink v1, v2\n    and 1 records the same as another\n")
+	require.Contains(t, errb.String(), "merged.jsonl holds 8 records of 6 cells")
+	writeShardRecords(t, p.MergedFile(), all[1:]...)
+	st = status(1)
+	require.Contains(t, st, "  lacks 1 of the plan's 6 cells\n")
+	require.Contains(t, st, "  is not what the shards' files merge into now: merge again (sbatch "+filepath.Join(dir, "merge.sbatch")+")\n")
+
+	// A cell rerun by another uplink build: two versions in its shard's
+	// file. The plan's rule refuses it: said, and exit 1 whatever
+	// merged.jsonl holds; the merge's failure is read from its log.
+	writeShardRecords(t, p.MergedFile(), all...)
+	appendRecords(t, p.ShardFile(0), shardRecord(p.ShardPlans[0].Keys[1], "v2"))
+	require.NoError(t, os.WriteFile(p.MergeLog("44"), []byte("uplink: records merge: 1 cells with several different records\n  cell x\n"+sweep.TaskExitNote+"1\n"), 0o644))
+	st = status(1)
+	conflict := "  " + cell(0, 1) + ": records of uplink v1, v2\n"
+	require.Contains(t, st, "1 cells with several different records in the shards' files; the merge refuses them (plan.json's on_conflict is refuse): keep one record of each, or plan the sweep again with --on-conflict newest and merge again:\n"+conflict)
+	require.Contains(t, st, "  the last merge did not write it (merge job 44: exited with status 1): uplink: records merge: 1 cells with several different records\n")
+	require.Contains(t, errb.String(), "1 cells with several different records, which the merge refuses")
+
+	// Planned again with --on-conflict newest (the same sweep): the merge
+	// keeps the newest, which merged.jsonl must then hold.
+	plan := append([]string{"slurm", "--dir", dir, "--shards", "3", "--parallel", "2", "--on-conflict", "newest", "--"}, slurmSweep...)
+	require.Equal(t, 0, run(plan, &out, &errb), errb.String())
+	require.Equal(t, "newest", readTestPlan(t, dir).OnConflict)
+	merge, err := os.ReadFile(filepath.Join(dir, "merge.sbatch"))
+	require.NoError(t, err)
+	require.Contains(t, string(merge), " records merge --on-conflict newest --force ")
+	st = status(1)
+	require.Contains(t, st, "the merge keeps the last one read (plan.json's on_conflict is newest):\n"+conflict)
+	require.Contains(t, errb.String(), "merged.jsonl is older than the shards' records")
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"records", "merge", "--on-conflict", "newest", "--force", p.MergedFile(), p.ShardFile(0), p.ShardFile(1), p.ShardFile(2)}, &out, &errb), errb.String())
+	require.NoError(t, os.Remove(p.MergeLog("44")))
+	st = status(0)
 	require.Contains(t, st, p.MergedFile()+": 6 records, 0 lines wrong\n")
 
 	// Without scontrol the states rest on the files.
