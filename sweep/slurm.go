@@ -301,32 +301,149 @@ func (p *Plan) SubmitCommands() string {
 		shellQuote(filepath.Join(p.Dir, "array.sbatch")), shellQuote(filepath.Join(p.Dir, "merge.sbatch")))
 }
 
-// K8sMount is where the Kubernetes Job mounts its volume: the shards'
-// records files and the tasks' working folder.
+// K8sMount is where the Kubernetes Jobs mount the sweep's claim: the
+// shards' records files, the merged records, and the tasks' working
+// folder.
 const K8sMount = "/sweep"
 
-// K8sJob is a Kubernetes Indexed Job of the plan: one completion per
-// shard, Parallel at once, each pod requesting one CPU and MemMiB and
-// running the task's command line (the binary uplink from image's PATH)
-// with its index from JOB_COMPLETION_INDEX and its records file on the
-// volume at K8sMount: the persistent volume claim named pvc, or an
-// emptyDir where pvc is "" (the records then go with the pod). Relative
-// paths in the command line read from K8sMount.
-func (p *Plan) K8sJob(image, pvc string) string {
-	q := func(s string) string {
-		b, _ := json.Marshal(s) // a JSON string is a YAML double-quoted scalar
-		return string(b)
+// CheckK8sName checks a name of a Kubernetes object (what names it, for
+// the error): a DNS-1123 subdomain of lower-case letters, digits, '-'
+// and '.', starting and ending with a letter or digit, at most 253
+// characters.
+func CheckK8sName(what, name string) error {
+	ok := name != "" && len(name) <= 253 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-.") == ""
+	if ok {
+		first, last := name[0], name[len(name)-1]
+		alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+		ok = alnum(first) && alnum(last)
 	}
-	var args []string
-	for _, a := range append([]string{"uplink"}, p.taskArgs("$(JOB_COMPLETION_INDEX)", K8sMount+"/shard-$(JOB_COMPLETION_INDEX).jsonl")...) {
-		args = append(args, q(a))
+	if !ok {
+		return fmt.Errorf("%s %q is not a Kubernetes name: want 1 to 253 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", what, name)
 	}
-	volume := "emptyDir: {}"
-	if pvc != "" {
-		volume = "persistentVolumeClaim:\n            claimName: " + q(pvc)
+	return nil
+}
+
+// recordBytes is about the most a record of each of the plan's cells
+// takes: 4 KiB and 1 KiB a node (a record with per-node rows takes about
+// 400 bytes a node), all told.
+func (p *Plan) recordBytes() int64 {
+	var b int64
+	for _, s := range p.ShardPlans {
+		for i := range s.Keys {
+			nodes := 0
+			if i < len(s.Cells) {
+				nodes = s.Cells[i].Nodes
+			}
+			b += 4<<10 + int64(nodes)<<10
+		}
 	}
+	return b
+}
+
+// K8sClaimBytes is the storage the sweep's claim asks for: its records
+// (recordBytes) three times over (the shards' files, a second version's
+// records, the merged file), rounded up to whole GiB, at least 1 GiB.
+func (p *Plan) K8sClaimBytes() int64 {
+	const gib = 1 << 30
+	return max(gib, (3*p.recordBytes()+gib-1)/gib*gib)
+}
+
+// k8sQuote writes s as a YAML double-quoted scalar (a JSON string is one).
+func k8sQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// k8sList writes args as a YAML flow sequence of double-quoted scalars.
+func k8sList(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = k8sQuote(a)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// K8sClaim is claim.yaml: the persistent volume claim named claim that
+// the sweep's Jobs mount at K8sMount, ReadWriteMany (the tasks' pods,
+// on any node, write to it at once), asking for K8sClaimBytes. It is
+// applied once; a claim of that name that already exists serves as well
+// if it is ReadWriteMany.
+func (p *Plan) K8sClaim(claim string) string {
+	return fmt.Sprintf(`# The records of the sweep of %d cells (plan.json): shard-I.jsonl of each
+# task, merged.jsonl of the merge. Every task's pod mounts it at once, on
+# any node: ReadWriteMany.
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: %s
+spec:
+  accessModes: ["ReadWriteMany"]
+  resources:
+    requests:
+      storage: %dGi
+`, p.Cells, k8sQuote(claim), p.K8sClaimBytes()>>30)
+}
+
+// k8sPodSpec is the pod template's spec of a sweep's Job: restartPolicy
+// Never, the claim mounted at K8sMount (the working folder), and the
+// containers (and init containers, where any) given as YAML list items
+// indented for it.
+func k8sPodSpec(claim string, deadline time.Duration, initContainers, containers string) string {
+	var b strings.Builder
+	b.WriteString("      restartPolicy: Never\n")
+	fmt.Fprintf(&b, "      activeDeadlineSeconds: %d\n", int64(deadline/time.Second))
+	if initContainers != "" {
+		b.WriteString("      initContainers:\n" + initContainers)
+	}
+	b.WriteString("      containers:\n" + containers)
+	fmt.Fprintf(&b, "      volumes:\n        - name: records\n          persistentVolumeClaim:\n            claimName: %s\n", k8sQuote(claim))
+	return b.String()
+}
+
+// k8sContainer is one container of a sweep's pod: image, the command,
+// K8sMount as working folder with the claim mounted there, and requests
+// equal to limits of cpus and memMiB; UPLINK_MEM (run's and validate's
+// --mem) is the memory limit, which a container's /proc/meminfo does
+// not show; env adds variables, as YAML list items indented for it.
+func k8sContainer(name, image string, command []string, cpus int, memMiB int64, env string) string {
+	return fmt.Sprintf(`        - name: %s
+          image: %s
+          workingDir: %s
+          command: %s
+          env:
+            - name: UPLINK_MEM
+              value: "%dMiB"
+%s          resources:
+            requests:
+              cpu: "%d"
+              memory: %dMi
+            limits:
+              cpu: "%d"
+              memory: %dMi
+          volumeMounts:
+            - name: records
+              mountPath: %s
+`, name, k8sQuote(image), k8sQuote(K8sMount), k8sList(command), memMiB, env, cpus, memMiB, cpus, memMiB, k8sQuote(K8sMount))
+}
+
+// K8sJob is job.yaml: a Kubernetes Indexed Job of the plan, one
+// completion per shard, Parallel at once, each index retried twice
+// (a retry runs only the cells its file lacks). Each pod runs the
+// task's command line (the binary uplink from image's PATH) with its
+// index from JOB_COMPLETION_INDEX and its records file on the claim at
+// K8sMount, where relative paths in the command line read from; it
+// requests, and is limited to, TaskCPUs CPUs and MemMiB, and TimeLimit.
+func (p *Plan) K8sJob(image, claim string) string {
+	args := append([]string{"uplink"}, p.taskArgs("$(JOB_COMPLETION_INDEX)", K8sMount+"/shard-$(JOB_COMPLETION_INDEX).jsonl")...)
+	index := `            - name: JOB_COMPLETION_INDEX
+              valueFrom:
+                fieldRef:
+                  fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+`
 	return fmt.Sprintf(`# Shard I of %d of the sweep of %d cells (plan.json) in completion index I:
 #   uplink %s
+# Once it is complete (kubectl wait --for=condition=complete), apply
+# merge.yaml.
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -338,29 +455,44 @@ spec:
   backoffLimitPerIndex: 2
   template:
     spec:
-      restartPolicy: Never
-      containers:
-        - name: uplink
-          image: %s
-          workingDir: %s
-          command: [%s]
-          env:
-            - name: JOB_COMPLETION_INDEX
-              valueFrom:
-                fieldRef:
-                  fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-          resources:
-            requests:
-              cpu: "%d"
-              memory: %dMi
-          volumeMounts:
-            - name: sweep
-              mountPath: %s
-      volumes:
-        - name: sweep
-          %s
-`, p.Shards, p.Cells, shellJoin(p.Command), q(p.Name()), p.Shards, p.Parallel, q(image), q(K8sMount),
-		strings.Join(args, ", "), max(p.TaskCPUs, 1), p.MemMiB(), q(K8sMount), volume)
+%s`, p.Shards, p.Cells, shellJoin(p.Command), k8sQuote(p.Name()), p.Shards, p.Parallel,
+		k8sPodSpec(claim, p.TimeLimit(), "", k8sContainer("uplink", image, args, max(p.TaskCPUs, 1), p.MemMiB(), index)))
+}
+
+// K8sMergeMiB is the merge's memory in MiB: four times every record
+// (recordBytes: the merge holds each as read, decoded, and written
+// again), plus 256 MiB.
+func (p *Plan) K8sMergeMiB() int64 {
+	return 256 + (4*p.recordBytes()+(1<<20)-1)>>20
+}
+
+// K8sMergeJob is merge.yaml: a Job that merges the shards' records on
+// the claim into K8sMount/merged.jsonl under the plan's rule (an init
+// container), then checks every line of it. Kubernetes has no
+// dependency between Jobs: apply it once job.yaml's Job is complete
+// (kubectl wait --for=condition=complete); a shard's missing file fails
+// the merge.
+func (p *Plan) K8sMergeJob(image, claim string) string {
+	merge := append([]string{"uplink"}, p.mergeArgs(K8sMount+"/merged.jsonl")...)
+	for i := range p.Shards {
+		merge = append(merge, fmt.Sprintf("%s/shard-%d.jsonl", K8sMount, i))
+	}
+	check := []string{"uplink", "records", "check", K8sMount + "/merged.jsonl"}
+	mem := p.K8sMergeMiB()
+	return fmt.Sprintf(`# Merges the records of the %d shards of job.yaml into merged.jsonl, one
+# record per cell (a cell with records of several versions:
+# --on-conflict %s), then checks it. Apply it once job.yaml's Job is
+# complete: kubectl wait --for=condition=complete job/%s
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %s
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+%s`, p.Shards, p.onConflict(), p.Name(), k8sQuote(p.Name()+"-merge"),
+		k8sPodSpec(claim, 30*time.Minute, k8sContainer("merge", image, merge, 1, mem, ""), k8sContainer("check", image, check, 1, mem, "")))
 }
 
 // shellQuote quotes s for the shell where it needs quoting.

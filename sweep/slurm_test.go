@@ -13,8 +13,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	k8syaml "sigs.k8s.io/yaml"
 
+	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -227,77 +231,120 @@ func TestMergeScript(t *testing.T) {
 	}
 }
 
-// TestK8sJob: job.yaml reads as YAML into an Indexed Job of one
-// completion per shard, P at once, each pod requesting one CPU and the
-// task's memory and running the task's command line with its completion
-// index; its volume an emptyDir, or the claim named.
+// decodeStrict decodes a Kubernetes object written as YAML into obj
+// strictly: sigs.k8s.io/yaml turns it into JSON and refuses a field the
+// API type does not have, or one given twice.
+func decodeStrict(t *testing.T, doc string, obj any) {
+	t.Helper()
+	require.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), obj), doc)
+}
+
+// TestK8sJob: job.yaml, merge.yaml and claim.yaml decode strictly into
+// the Kubernetes API's types (batch/v1 Job, core/v1
+// PersistentVolumeClaim): an Indexed Job of one completion per shard, P
+// at once, each pod requesting and limited to the task's CPUs, memory
+// and time, running the task's command line with its completion index
+// and its records on the claim named; a Job that merges every shard's
+// records on the claim under the plan's rule and then checks them; and
+// the claim, ReadWriteMany, sized for the records.
 func TestK8sJob(t *testing.T) {
-	p, err := NewPlan("/opt/uplink", runCommand, "/data/s", "/w", slurmCells(t), nil, 3, 2)
+	cells := slurmCells(t)
+	cells[3].Partitions = 2
+	p, err := NewPlan("/opt/uplink", runCommand, "/data/s", "/w", cells, nil, 3, 2)
 	require.NoError(t, err)
-	type job struct {
-		APIVersion string `yaml:"apiVersion"`
-		Kind       string `yaml:"kind"`
-		Metadata   struct{ Name string }
-		Spec       struct {
-			CompletionMode string `yaml:"completionMode"`
-			Completions    int
-			Parallelism    int
-			Template       struct {
-				Spec struct {
-					RestartPolicy string `yaml:"restartPolicy"`
-					Containers    []struct {
-						Image      string
-						WorkingDir string `yaml:"workingDir"`
-						Command    []string
-						Env        []struct {
-							Name      string
-							ValueFrom struct {
-								FieldRef struct {
-									FieldPath string `yaml:"fieldPath"`
-								} `yaml:"fieldRef"`
-							} `yaml:"valueFrom"`
-						}
-						Resources struct {
-							Requests map[string]string
-						}
-						VolumeMounts []struct {
-							Name      string
-							MountPath string `yaml:"mountPath"`
-						} `yaml:"volumeMounts"`
-					}
-					Volumes []map[string]any
-				}
-			}
-		}
-	}
-	var j job
-	require.NoError(t, yaml.Unmarshal([]byte(p.K8sJob("registry/uplink:1", "")), &j))
-	require.Equal(t, "batch/v1", j.APIVersion)
-	require.Equal(t, "Job", j.Kind)
-	require.Equal(t, "uplink-s", j.Metadata.Name)
-	require.Equal(t, "Indexed", j.Spec.CompletionMode)
-	require.Equal(t, 3, j.Spec.Completions)
-	require.Equal(t, 2, j.Spec.Parallelism)
-	ps := j.Spec.Template.Spec
-	require.Equal(t, "Never", ps.RestartPolicy)
+	require.Equal(t, 2, p.TaskCPUs)
+	mem := resource.MustParse(fmt.Sprintf("%dMi", p.MemMiB()))
+	limits := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: mem}
+	mount := []corev1.VolumeMount{{Name: "records", MountPath: K8sMount}}
+	volumes := []corev1.Volume{{Name: "records", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "sweep-records"}}}}
+
+	var job batchv1.Job
+	decodeStrict(t, p.K8sJob("registry.example/uplink:1", "sweep-records"), &job)
+	require.Equal(t, "batch/v1", job.APIVersion)
+	require.Equal(t, "Job", job.Kind)
+	require.Equal(t, "uplink-s", job.Name)
+	require.Equal(t, batchv1.IndexedCompletion, *job.Spec.CompletionMode)
+	require.Equal(t, int32(3), *job.Spec.Completions)
+	require.Equal(t, int32(2), *job.Spec.Parallelism)
+	require.Equal(t, int32(2), *job.Spec.BackoffLimitPerIndex)
+	ps := job.Spec.Template.Spec
+	require.Equal(t, corev1.RestartPolicyNever, ps.RestartPolicy)
+	require.Equal(t, int64(p.TimeLimit()/time.Second), *ps.ActiveDeadlineSeconds)
+	require.Empty(t, ps.InitContainers)
 	require.Len(t, ps.Containers, 1)
 	c := ps.Containers[0]
-	require.Equal(t, "registry/uplink:1", c.Image)
+	require.Equal(t, "registry.example/uplink:1", c.Image)
 	require.Equal(t, K8sMount, c.WorkingDir)
 	want := append(append([]string{"uplink"}, runCommand...), "--shard", "$(JOB_COMPLETION_INDEX)/3", "--jobs", "1",
 		"--out", K8sMount+"/shard-$(JOB_COMPLETION_INDEX).jsonl", "--skip-done")
 	require.Equal(t, want, c.Command)
-	require.Len(t, c.Env, 1)
-	require.Equal(t, "JOB_COMPLETION_INDEX", c.Env[0].Name)
-	require.Equal(t, "metadata.annotations['batch.kubernetes.io/job-completion-index']", c.Env[0].ValueFrom.FieldRef.FieldPath)
-	require.Equal(t, map[string]string{"cpu": "1", "memory": fmt.Sprintf("%dMi", p.MemMiB())}, c.Resources.Requests)
-	require.Len(t, c.VolumeMounts, 1)
-	require.Equal(t, K8sMount, c.VolumeMounts[0].MountPath)
-	require.Equal(t, []map[string]any{{"name": c.VolumeMounts[0].Name, "emptyDir": map[string]any{}}}, ps.Volumes)
+	require.Equal(t, []corev1.EnvVar{
+		{Name: "UPLINK_MEM", Value: fmt.Sprintf("%dMiB", p.MemMiB())},
+		{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+	}, c.Env)
+	uplinkMem, err := des.ParseBytes(c.Env[0].Value, des.DecimalBytes, 64<<20, des.MaxBytes)
+	require.NoError(t, err, "UPLINK_MEM reads as --mem reads it")
+	require.Equal(t, mem.Value(), uplinkMem, "the memory limit")
+	require.Equal(t, corev1.ResourceRequirements{Requests: limits, Limits: limits}, c.Resources)
+	require.Equal(t, mount, c.VolumeMounts)
+	require.Equal(t, volumes, ps.Volumes)
 
-	j = job{}
-	require.NoError(t, yaml.Unmarshal([]byte(p.K8sJob("uplink", "sweep-records")), &j))
-	require.Equal(t, []map[string]any{{"name": "sweep", "persistentVolumeClaim": map[string]any{"claimName": "sweep-records"}}}, j.Spec.Template.Spec.Volumes)
+	p.OnConflict = OnConflictNewest
+	var merge batchv1.Job
+	decodeStrict(t, p.K8sMergeJob("registry.example/uplink:1", "sweep-records"), &merge)
+	require.Equal(t, "batch/v1", merge.APIVersion)
+	require.Equal(t, "Job", merge.Kind)
+	require.Equal(t, "uplink-s-merge", merge.Name)
+	require.Nil(t, merge.Spec.CompletionMode)
+	require.Equal(t, int32(0), *merge.Spec.BackoffLimit)
+	ms := merge.Spec.Template.Spec
+	require.Equal(t, corev1.RestartPolicyNever, ms.RestartPolicy)
+	require.Len(t, ms.InitContainers, 1)
+	require.Len(t, ms.Containers, 1)
+	require.Equal(t, []string{"uplink", "records", "merge", "--on-conflict", "newest", "--force", "/sweep/merged.jsonl",
+		"/sweep/shard-0.jsonl", "/sweep/shard-1.jsonl", "/sweep/shard-2.jsonl"}, ms.InitContainers[0].Command)
+	require.Equal(t, []string{"uplink", "records", "check", "/sweep/merged.jsonl"}, ms.Containers[0].Command)
+	mergeMem := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", p.K8sMergeMiB()))}
+	for _, c := range append(ms.InitContainers, ms.Containers...) {
+		require.Equal(t, "registry.example/uplink:1", c.Image)
+		require.Equal(t, K8sMount, c.WorkingDir)
+		require.Equal(t, corev1.ResourceRequirements{Requests: mergeMem, Limits: mergeMem}, c.Resources)
+		require.Equal(t, mount, c.VolumeMounts)
+	}
+	require.Equal(t, volumes, ms.Volumes)
+	require.GreaterOrEqual(t, p.K8sMergeMiB(), int64(256))
+
+	var claim corev1.PersistentVolumeClaim
+	decodeStrict(t, p.K8sClaim("sweep-records"), &claim)
+	require.Equal(t, "v1", claim.APIVersion)
+	require.Equal(t, "PersistentVolumeClaim", claim.Kind)
+	require.Equal(t, "sweep-records", claim.Name)
+	require.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, claim.Spec.AccessModes)
+	storage := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	require.Equal(t, resource.MustParse("1Gi"), storage)
+	// 8 cells of 12 and 100 nodes: 3 × 8 × 4 KiB + 3 × (6 × 12 + 2 × 100) KiB, under 1 GiB.
+	require.Equal(t, int64(1<<30), p.K8sClaimBytes())
+	big := *p
+	big.ShardPlans = []ShardPlan{{Keys: make([]string, 1000), Cells: make([]PlannedCell, 1000)}}
+	for i := range big.ShardPlans[0].Cells {
+		big.ShardPlans[0].Cells[i].Nodes = 1000
+	}
+	require.Equal(t, int64(3<<30), big.K8sClaimBytes(), "3 × 1000 × (4 + 1000) KiB, rounded up to whole GiB")
+
+	// The decoding is strict: a field the type lacks is refused.
+	require.Error(t, k8syaml.UnmarshalStrict([]byte(strings.Replace(p.K8sJob("u", "c"), "completions:", "completion:", 1)), &batchv1.Job{}))
+	require.Error(t, k8syaml.UnmarshalStrict([]byte(strings.Replace(p.K8sClaim("c"), "accessModes:", "accessMode:", 1)), &corev1.PersistentVolumeClaim{}))
+}
+
+func TestCheckK8sName(t *testing.T) {
+	for _, ok := range []string{"records", "sweep-1.records", "a", strings.Repeat("a", 253)} {
+		require.NoError(t, CheckK8sName("--k8s-claim", ok), ok)
+	}
+	for _, bad := range []string{"", "Records", "-records", "records-", "my records", "a_b", strings.Repeat("a", 254)} {
+		require.ErrorContains(t, CheckK8sName("--k8s-claim", bad), "is not a Kubernetes name", bad)
+	}
 }
 
 func TestShellQuote(t *testing.T) {

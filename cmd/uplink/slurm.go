@@ -25,7 +25,7 @@ import (
 
 const slurmUsage = `Usage:
   uplink slurm --dir DIR --shards N [--parallel P] [--on-conflict RULE] [--submit] -- run|validate FLAGS...
-  uplink slurm --dir DIR --shards N --emit k8s [--k8s-volume PVC] -- run|validate FLAGS...
+  uplink slurm --dir DIR --shards N --emit k8s --k8s-claim NAME [--k8s-image IMAGE] -- run|validate FLAGS...
   uplink slurm --status DIR
 
 Plans the sweep of a run or validate command line as N cost-balanced shards,
@@ -38,8 +38,9 @@ several versions is refused or its newest kept, as --on-conflict says), and
 prints the sbatch commands; --submit runs them and keeps the job ids in
 DIR/jobs.json. Planning the same sweep into the same DIR and submitting again
 runs only the cells still missing; each submission keeps its own logs.
---emit k8s writes DIR/job.yaml, a Kubernetes Indexed Job, instead of the
-sbatch scripts.
+--emit k8s writes Kubernetes objects instead: DIR/claim.yaml (the records'
+volume), DIR/job.yaml (an Indexed Job of the shards) and DIR/merge.yaml (the
+merge, to apply once the Indexed Job is complete).
 --status DIR tells each shard done, running, failed or missing, the cells
 missing, the first line of each failure, the cells with several different
 records and whether merged.jsonl holds one record of every cell; it exits 1
@@ -108,9 +109,9 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 	submit := fs.Bool("submit", false, "submit array.sbatch, then merge.sbatch to run once every task has succeeded, and keep their job ids in DIR/jobs.json")
 	status := fs.String("status", "", "tell the status of the sweep planned in this folder and exit")
 	onConflict := fs.String("on-conflict", sweep.OnConflictRefuse, "the merge's rule for a cell with several different records (a rerun by another uplink build): "+sweep.OnConflictRefuse+" (the merge fails, naming the cells) or "+sweep.OnConflictNewest+" (the last record read is kept); kept in plan.json")
-	emit := fs.String("emit", "slurm", "what to write: slurm (array.sbatch and merge.sbatch) or k8s (job.yaml, a Kubernetes Indexed Job)")
-	k8sVolume := fs.String("k8s-volume", "", "with --emit k8s: the persistent volume claim the tasks write their records to, mounted at "+sweep.K8sMount+" (default an emptyDir, whose records go with each pod)")
-	k8sImage := fs.String("k8s-image", "uplink:latest", "with --emit k8s: the container image, with uplink on its PATH")
+	emit := fs.String("emit", "slurm", "what to write: slurm (array.sbatch and merge.sbatch) or k8s (claim.yaml, job.yaml and merge.yaml)")
+	k8sClaim := fs.String("k8s-claim", "", "with --emit k8s: the persistent volume claim (ReadWriteMany) of the records, mounted at "+sweep.K8sMount+" in every pod; claim.yaml makes it")
+	k8sImage := fs.String("k8s-image", "uplink:latest", "with --emit k8s: the container image, with uplink on its PATH (the repository's Dockerfile builds one)")
 	binary := fs.String("binary", "", "the uplink binary the tasks run, by its path on the nodes (default this one)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -142,11 +143,19 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 	case *onConflict != sweep.OnConflictRefuse && *onConflict != sweep.OnConflictNewest:
 		return usageError{fmt.Errorf("slurm: --on-conflict %q: want %s or %s", *onConflict, sweep.OnConflictRefuse, sweep.OnConflictNewest)}
 	case *emit == "k8s" && *submit:
-		return usageError{errors.New("slurm: --submit submits to Slurm; with --emit k8s apply DIR/job.yaml with kubectl")}
-	case *emit != "k8s" && (fs.Changed("k8s-volume") || fs.Changed("k8s-image")):
-		return usageError{errors.New("slurm: --k8s-volume and --k8s-image go with --emit k8s")}
+		return usageError{errors.New("slurm: --submit submits to Slurm; with --emit k8s apply the objects with kubectl")}
+	case *emit != "k8s" && (fs.Changed("k8s-claim") || fs.Changed("k8s-image")):
+		return usageError{errors.New("slurm: --k8s-claim and --k8s-image go with --emit k8s")}
 	case fs.NArg() == 0:
 		return usageError{errors.New("slurm: give the sweep after --: run or validate and its flags")}
+	}
+	if *emit == "k8s" {
+		if err := sweep.CheckK8sName("--k8s-claim", *k8sClaim); err != nil {
+			return usageError{fmt.Errorf("slurm: %w (the claim of the records, which the tasks' pods share)", err)}
+		}
+		if *k8sImage == "" || strings.ContainsAny(*k8sImage, " \t\r\n") {
+			return usageError{fmt.Errorf("slurm: --k8s-image %q: want an image reference, such as registry.example/uplink:1", *k8sImage)}
+		}
 	}
 	if *parallel == 0 {
 		*parallel = *shards
@@ -180,15 +189,7 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%d cells in %d shards (%s), %d at once; each task %s, %d MiB, time limit %s (the longest shard about %.0f s)\n",
 		p.Cells, p.Shards, filepath.Join(p.Dir, "plan.json"), p.Parallel, cpus, p.MemMiB(), sweep.SlurmTime(p.TimeLimit()), longest)
 	if *emit == "k8s" {
-		path := filepath.Join(p.Dir, "job.yaml")
-		if err := writeFileAtomic(path, func(w io.Writer) error {
-			_, err := io.WriteString(w, p.K8sJob(*k8sImage, *k8sVolume))
-			return err
-		}); err != nil {
-			return fmt.Errorf("slurm: %w", err)
-		}
-		fmt.Fprintf(stdout, "wrote %s; submit it with:\nkubectl apply -f %s\n", path, path)
-		return nil
+		return writeK8s(p, *k8sImage, *k8sClaim, stdout)
 	}
 	arrayPath, mergePath := filepath.Join(p.Dir, "array.sbatch"), filepath.Join(p.Dir, "merge.sbatch")
 	for _, f := range []struct{ path, text string }{{arrayPath, p.ArrayScript()}, {mergePath, p.MergeScript()}} {
@@ -308,6 +309,38 @@ func checkPlannedCells(sp sweepPlan, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeK8s writes the plan's Kubernetes objects into its folder and
+// prints how to apply them.
+func writeK8s(p *sweep.Plan, image, claim string, stdout io.Writer) error {
+	files := []struct{ name, text string }{
+		{"claim.yaml", p.K8sClaim(claim)},
+		{"job.yaml", p.K8sJob(image, claim)},
+		{"merge.yaml", p.K8sMergeJob(image, claim)},
+	}
+	for _, f := range files {
+		if err := writeFileAtomic(filepath.Join(p.Dir, f.name), func(w io.Writer) error {
+			_, err := io.WriteString(w, f.text)
+			return err
+		}); err != nil {
+			return fmt.Errorf("slurm: %w", err)
+		}
+	}
+	path := func(name string) string { return filepath.Join(p.Dir, name) }
+	fmt.Fprintf(stdout, "wrote %s, %s and %s; run them with:\n", path("claim.yaml"), path("job.yaml"), path("merge.yaml"))
+	fmt.Fprintf(stdout, "kubectl apply -f %s   # once; an existing ReadWriteMany claim %s serves as well\n", path("claim.yaml"), claim)
+	fmt.Fprintf(stdout, "kubectl apply -f %s\n", path("job.yaml"))
+	fmt.Fprintf(stdout, "kubectl wait --for=condition=complete --timeout=%ds job/%s\n", int64(k8sWait(p)/time.Second), p.Name())
+	fmt.Fprintf(stdout, "kubectl apply -f %s\n", path("merge.yaml"))
+	return nil
+}
+
+// k8sWait bounds the wait for the Indexed Job: each round of Parallel
+// shards within the tasks' time limit, and each index retried twice.
+func k8sWait(p *sweep.Plan) time.Duration {
+	rounds := (p.Shards + p.Parallel - 1) / p.Parallel
+	return time.Duration(3*rounds) * p.TimeLimit()
 }
 
 // readPlan reads DIR/plan.json.

@@ -96,11 +96,22 @@ func TestSlurmPlan(t *testing.T) {
 
 	kdir := filepath.Join(t.TempDir(), "k")
 	out.Reset()
-	require.Equal(t, 0, run(append([]string{"slurm", "--dir", kdir, "--shards", "3", "--emit", "k8s", "--k8s-volume", "records", "--"}, slurmSweep...), &out, &errb), errb.String())
-	require.Contains(t, out.String(), "kubectl apply -f "+filepath.Join(kdir, "job.yaml"))
-	job, err := os.ReadFile(filepath.Join(kdir, "job.yaml"))
-	require.NoError(t, err)
-	require.Equal(t, readTestPlan(t, kdir).K8sJob("uplink:latest", "records"), string(job))
+	require.Equal(t, 0, run(append([]string{"slurm", "--dir", kdir, "--shards", "3", "--on-conflict", "newest", "--emit", "k8s", "--k8s-claim", "records", "--"}, slurmSweep...), &out, &errb), errb.String())
+	kp := readTestPlan(t, kdir)
+	require.Equal(t, "newest", kp.OnConflict)
+	for name, want := range map[string]string{
+		"claim.yaml": kp.K8sClaim("records"),
+		"job.yaml":   kp.K8sJob("uplink:latest", "records"),
+		"merge.yaml": kp.K8sMergeJob("uplink:latest", "records"),
+	} {
+		b, err := os.ReadFile(filepath.Join(kdir, name))
+		require.NoError(t, err)
+		require.Equal(t, want, string(b), name)
+	}
+	require.Contains(t, out.String(), "kubectl apply -f "+filepath.Join(kdir, "claim.yaml")+" ")
+	require.Contains(t, out.String(), "\nkubectl apply -f "+filepath.Join(kdir, "job.yaml")+"\n"+
+		"kubectl wait --for=condition=complete --timeout=1980s job/uplink-k\n"+
+		"kubectl apply -f "+filepath.Join(kdir, "merge.yaml")+"\n")
 	require.NoFileExists(t, filepath.Join(kdir, "array.sbatch"))
 }
 
@@ -204,7 +215,10 @@ func TestSlurmUsageErrors(t *testing.T) {
 		{sl("--parallel", "-1", "--", "run"), "--parallel -1"},
 		{sl("--emit", "pbs", "--", "run"), `--emit "pbs"`},
 		{sl("--emit", "k8s", "--submit", "--", "run"), "with --emit k8s apply"},
-		{sl("--k8s-volume", "v", "--", "run"), "go with --emit k8s"},
+		{sl("--k8s-claim", "v", "--", "run"), "go with --emit k8s"},
+		{sl("--emit", "k8s", "--", "run"), `--k8s-claim "" is not a Kubernetes name`},
+		{sl("--emit", "k8s", "--k8s-claim", "My_Records", "--", "run"), `--k8s-claim "My_Records" is not a Kubernetes name`},
+		{sl("--emit", "k8s", "--k8s-claim", "r", "--k8s-image", "", "--", "run"), `--k8s-image "": want an image reference`},
 		{sl("--on-conflict", "oldest", "--", "run"), `--on-conflict "oldest": want refuse or newest`},
 		{[]string{"slurm", "--dir", "/tmp/my sweep", "--shards", "2", "--", "run"}, "#SBATCH --output"},
 		{[]string{"slurm", "--status", d, "--shards", "2"}, "takes no other flag"},
@@ -437,6 +451,77 @@ func TestSlurmSubmitStatus(t *testing.T) {
 	st = status(0)
 	require.Contains(t, st, "scontrol is not on the PATH")
 	require.Contains(t, st, "3 shards: 3 done")
+}
+
+// dockerIgnored tells whether .dockerignore's patterns leave path
+// (slash-separated, from the repository's root) out of the build
+// context, as Docker reads them: each pattern cleaned, matching the path
+// or a folder above it, "**/" standing for any folders; the last pattern
+// that matches decides, one starting "!" bringing the path back.
+func dockerIgnored(patterns []string, path string) bool {
+	parts := strings.Split(path, "/")
+	ignored := false
+	for _, pat := range patterns {
+		pat, keep := strings.CutPrefix(pat, "!")
+		pat = strings.TrimPrefix(filepath.Clean(pat), "/")
+		for i := 1; i <= len(parts); i++ {
+			ok, _ := filepath.Match(pat, strings.Join(parts[:i], "/"))
+			if rest, deep := strings.CutPrefix(pat, "**/"); deep && !ok {
+				ok, _ = filepath.Match(rest, parts[i-1])
+			}
+			if ok {
+				ignored = !keep
+				break
+			}
+		}
+	}
+	return ignored
+}
+
+// TestDockerfile: the image's Go is go.mod's, the binary static and on
+// the PATH as uplink (the Kubernetes Jobs run "uplink"), and the build
+// context keeps every file the build embeds while it leaves out the
+// history, the committed records and build outputs.
+func TestDockerfile(t *testing.T) {
+	docker, err := os.ReadFile("../../Dockerfile")
+	require.NoError(t, err)
+	mod, err := os.ReadFile("../../go.mod")
+	require.NoError(t, err)
+	var goVersion string
+	for _, l := range strings.Split(string(mod), "\n") {
+		if v, ok := strings.CutPrefix(l, "go "); ok {
+			goVersion = v
+		}
+	}
+	f := strings.Split(goVersion, ".")
+	require.GreaterOrEqual(t, len(f), 2, "go.mod's go line: %q", goVersion)
+	lines := strings.Split(string(docker), "\n")
+	require.Contains(t, lines, "FROM golang:"+f[0]+"."+f[1]+" AS build")
+	require.Contains(t, lines, "RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -o /out/uplink ./cmd/uplink")
+	require.Contains(t, lines, "COPY --from=build /out/uplink /usr/local/bin/uplink")
+
+	ignore, err := os.ReadFile("../../.dockerignore")
+	require.NoError(t, err)
+	var patterns []string
+	for _, l := range strings.Split(string(ignore), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			patterns = append(patterns, l)
+		}
+	}
+	embedded, err := filepath.Glob("../../validate/tables/*.csv")
+	require.NoError(t, err)
+	require.NotEmpty(t, embedded)
+	for i, p := range embedded {
+		embedded[i] = strings.TrimPrefix(p, "../../")
+	}
+	for _, p := range append(embedded, "results/resources.json", "results/resources.go", "validate/tables/README.md",
+		"validate/tables/arms/appendix_a.csv", "cmd/uplink/main.go", "go.sum") {
+		require.FileExists(t, "../../"+p)
+		require.False(t, dockerIgnored(patterns, p), "%s is left out of the image's build", p)
+	}
+	for _, p := range []string{".git/HEAD", "uplink", "results/pie-500/records.jsonl", "results/pie-500/README.md", "validate/testdata/harness_records.jsonl"} {
+		require.True(t, dockerIgnored(patterns, p), "%s is sent to the image's build", p)
+	}
 }
 
 // TestRunSkipDone: run --skip-done leaves out the cells its --out file
