@@ -143,8 +143,8 @@ func TestValidateReplay(t *testing.T) {
 
 // TestValidateStudy: a study shrunk to 12 nodes and one seed runs its five
 // variants and the rerun of its baseline and prints one row per variant
-// with the baseline comparison, the reading, and the rerun's spread in
-// the answer.
+// with the baseline comparison, the reading, and the answer, whose
+// claims count the rerun and read too few seeds.
 func TestValidateStudy(t *testing.T) {
 	bin := buildUplink(t)
 	cache := filepath.Join(t.TempDir(), "study.jsonl")
@@ -158,10 +158,11 @@ func TestValidateStudy(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^.*\slad_phase\s+1\s`).FindAllString(out, -1)); n != 6 {
 		t.Fatalf("%d rows, want 6:\n%s", n, out)
 	}
-	require.Contains(t, out, "Run-to-run spread: lad_phase")
-	if !strings.Contains(out, "baseline") || !strings.Contains(out, "reading: Against the baseline") || !strings.Contains(out, "on its one seed") {
-		t.Fatalf("no baseline or reading:\n%s", out)
-	}
+	// One seed cannot reach the noise test's level: every comparison and
+	// claim says so; the claims against the baseline count its rerun.
+	require.Contains(t, out, "reading: Each variant against the baseline \"shadow QUIC, FIFO\", p50 and p99, by the noise test (two-sided 5 %): 10 too few seeds.")
+	require.Contains(t, out, "Over QUIC, fq_codel makes it slower: **too few seeds**")
+	require.Contains(t, out, "noise test with 1 reruns")
 }
 
 // TestClaimsFirst: a study runs first the cells its answer reads
