@@ -59,19 +59,87 @@ type Unit struct {
 	Factor float64
 }
 
-// The suffixes of rates (bit/s, decimal: 50 Mbit/s is 50 000 000 bit/s)
-// and of byte counts: BinaryBytes reads K/KiB as 1 024 (Linux tc's
-// reading), DecimalBytes reads KB as 1 000 and KiB as 1 024. Longer
-// suffixes come first, as ParseQuantity takes the first that matches.
+// The units of rates, read without regard to case by every flag, knob,
+// queue spec and study file, and of byte counts.
+//
+// A rate is in bit/s: a plain number, or one with a unit of RateUnits,
+// tc's bit units (kbit, mbit, gbit, tbit decimal; kibit to tibit powers
+// of 1 024), optionally followed by "/s". A unit that names bytes or
+// "bps" (b, kb, mb, mib, bps, kbps, mbps, MB/s, Mb/s, ...) is refused
+// (ErrAmbiguousUnit): tc reads mbps as megabytes per second, most other
+// writing as megabits, and read without regard to case MBps and Mbps are
+// one spelling, so either reading would be wrong for someone.
 var (
-	RateUnits = []Unit{{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1},
-		{"tb", 1e12}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3}}
+	RateUnits = []Unit{{"tibit", 1 << 40}, {"gibit", 1 << 30}, {"mibit", 1 << 20}, {"kibit", 1 << 10},
+		{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+	// DecimalBytes reads KB as 1 000 and KiB as 1 024; BinaryBytes reads
+	// K and KB as 1 024, as Linux tc does.
 	DecimalBytes = []Unit{{"tib", 1 << 40}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
 		{"tb", 1e12}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3}, {"b", 1}}
 	BinaryBytes = []Unit{{"tib", 1 << 40}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
 		{"tb", 1 << 40}, {"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10},
 		{"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}, {"b", 1}}
 )
+
+// ErrAmbiguousUnit is the error of a rate whose unit reads differently
+// in tc and elsewhere; the message gives both readings in unambiguous
+// units.
+var ErrAmbiguousUnit = errors.New("ambiguous unit")
+
+// A prefix is the multiple a unit of a rate or a size starts with.
+type prefix struct {
+	lower, name string  // as matched (lower case) and as written
+	factor      float64 // its multiple
+	iec         string  // for a decimal prefix, its binary twin (k: Ki)
+}
+
+// prefixes are the prefixes of units, the decimal ones last.
+var prefixes = []prefix{{"ti", "Ti", 1 << 40, ""}, {"gi", "Gi", 1 << 30, ""}, {"mi", "Mi", 1 << 20, ""}, {"ki", "Ki", 1 << 10, ""},
+	{"t", "T", 1e12, "ti"}, {"g", "G", 1e9, "gi"}, {"m", "M", 1e6, "mi"}, {"k", "k", 1e3, "ki"}, {"", "", 1, ""}}
+
+// lookupPrefix returns the prefix matched by lower.
+func lookupPrefix(lower string) (prefix, bool) {
+	i := slices.IndexFunc(prefixes, func(p prefix) bool { return p.lower == lower })
+	if i < 0 {
+		return prefix{}, false
+	}
+	return prefixes[i], true
+}
+
+// splitUnit cuts s into its number and the suffix that follows it, the
+// trailing run of anything but digits and "." ("20MB/s": "20", "MB/s";
+// "1e6bit": "1e6", "bit").
+func splitUnit(s string) (num, unit string) {
+	t := strings.TrimSpace(s)
+	i := strings.LastIndexAny(t, "0123456789.") + 1
+	return strings.TrimSpace(t[:i]), t[i:]
+}
+
+// ambiguousRate returns, for a rate whose unit names bytes or is spelled
+// bps (20MBps, 20mbps, 20MB/s, 20Mb/s, 100kb, 2MiB/s), an error wrapping
+// ErrAmbiguousUnit that writes the number as bits per second and as bytes
+// per second, in bit units; nil for any other spelling.
+func ambiguousRate(s string) error {
+	num, unit := splitUnit(s)
+	u := strings.ToLower(strings.ReplaceAll(unit, " ", ""))
+	u = strings.TrimSuffix(u, "/s")
+	if strings.HasSuffix(u, "bps") {
+		u = strings.TrimSuffix(u, "ps")
+	}
+	if !strings.HasSuffix(u, "b") {
+		return nil
+	}
+	p, ok := lookupPrefix(strings.TrimSuffix(u, "b"))
+	v, err := ParseFinite(num)
+	if !ok || err != nil {
+		return nil
+	}
+	return fmt.Errorf("rate %q: %w %q: tc reads it as bytes per second, most other writing as bits per second; write %s for bits per second or %s for bytes per second",
+		s, ErrAmbiguousUnit, strings.TrimSpace(unit), formatFloat(v)+p.name+"bit", formatFloat(v*8)+p.name+"bit")
+}
+
+// formatFloat writes v in decimal, as short as reads back.
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // ParseFinite reads a decimal number that is neither NaN nor infinite
 // (strconv.ParseFloat accepts both, and hexadecimal floats, which no
@@ -111,14 +179,18 @@ func ParseQuantity(s string, units []Unit) (float64, error) {
 	return v * factor, nil
 }
 
-// ParseRate reads a rate in bit/s: a plain number, or one with a suffix
-// of RateUnits, optionally followed by "ps" or "/s" (50Mbit, 50Mbps,
-// 50Mbit/s), within [MinRate, MaxRate]. A fraction of a bit/s is rounded
-// to the nearest.
+// ParseRate reads a rate in bit/s: a plain number, or one with a unit of
+// RateUnits, optionally followed by "/s" (50Mbit, 50Mbit/s, 2Mibit),
+// within [MinRate, MaxRate]; a unit naming bytes or spelled bps is
+// refused with an error wrapping ErrAmbiguousUnit. A fraction of a bit/s
+// is rounded to the nearest.
 func ParseRate(s string) (int64, error) {
+	if err := ambiguousRate(s); err != nil {
+		return 0, err
+	}
 	v, err := ParseQuantity(trimPerSecond(s), RateUnits)
 	if err != nil {
-		return 0, fmt.Errorf("rate %w, such as 50Mbit or 1Gbit", err)
+		return 0, fmt.Errorf("rate %q: want bit/s, a number with a unit bit, kbit, Mbit, Gbit or Tbit (Kibit to Tibit: powers of 1 024), optionally /s, such as 50Mbit or 1Gbit", s)
 	}
 	return CheckRate(s, v)
 }

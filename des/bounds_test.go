@@ -1,10 +1,14 @@
 package des
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/uplinksim/uplink/internal/unitcases"
 )
 
 func TestParseRate(t *testing.T) {
@@ -12,7 +16,7 @@ func TestParseRate(t *testing.T) {
 		in   string
 		want int64
 	}{
-		{"50Mbit", 50_000_000}, {"50Mbps", 50_000_000}, {"50Mbit/s", 50_000_000}, {"1Gbit", 1e9},
+		{"50Mbit", 50_000_000}, {"50Mbit/s", 50_000_000}, {"50Mbitps", 50_000_000}, {"1Gbit", 1e9},
 		{"2000000", 2_000_000}, {"8kbit", 8000}, {"10Tbit", 1e13}, {"8.5kbit", 8500}, {" 100 Mbit ", 1e8},
 	} {
 		got, err := ParseRate(c.in)
@@ -26,11 +30,29 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
+// TestRateUnits: every spelling of unitcases.Rates reads as its value or
+// is refused with its error, by ParseRate and ParseRateUnit alike; an
+// ambiguous unit's error wraps ErrAmbiguousUnit.
+func TestRateUnits(t *testing.T) {
+	for _, c := range unitcases.Rates {
+		for _, parse := range []func(string) (int64, error){ParseRate, ParseRateUnit} {
+			got, err := parse(c.In)
+			if c.Err != "" {
+				require.EqualError(t, err, c.Err, c.In)
+				require.Equal(t, strings.Contains(c.Err, "ambiguous"), errors.Is(err, ErrAmbiguousUnit), c.In)
+				continue
+			}
+			require.NoError(t, err, c.In)
+			require.Equal(t, c.Bps, got, c.In)
+		}
+	}
+}
+
 // TestParseRateUnit: a rate with a unit reads as ParseRate reads it; a
 // plain number (also per second) is refused, the error wrapping
 // ErrNoRateUnit and naming the rate with its unit when it is in range.
 func TestParseRateUnit(t *testing.T) {
-	for in, want := range map[string]int64{"50Mbit": 50e6, "50Mbps": 50e6, "2000000bit": 2e6, "1.5Gbit/s": 15e8, " 100 Mbit ": 1e8} {
+	for in, want := range map[string]int64{"50Mbit": 50e6, "2000000bit": 2e6, "1.5Gbit/s": 15e8, " 100 Mbit ": 1e8} {
 		got, err := ParseRateUnit(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)

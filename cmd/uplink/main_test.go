@@ -241,7 +241,7 @@ func checkUsageErrors(t *testing.T, cases []usageCase) {
 }
 
 func TestParseUnits(t *testing.T) {
-	rates := map[string]int64{"50Mbit": 50e6, "1Gbit": 1e9, "100kbit": 1e5, "2000000bit": 2e6, "1.5Gbps": 15e8}
+	rates := map[string]int64{"50Mbit": 50e6, "1Gbit": 1e9, "100kbit": 1e5, "2000000bit": 2e6, "1.5Gbit/s": 15e8}
 	for s, want := range rates {
 		if got, err := flagRate("rate", s); err != nil || got != want {
 			t.Errorf("flagRate(%q) = %d, %v; want %d", s, got, err, want)

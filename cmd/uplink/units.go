@@ -30,7 +30,9 @@ func flagErr(flag string, err error) error {
 }
 
 // flagRate reads a rate flag in bit/s, which must carry its unit
-// (des.ParseRateUnit): --rate 2000000 is refused, naming 2Mbit.
+// (des.ParseRateUnit): --rate 2000000 is refused, naming 2Mbit, and
+// --rate 20MBps, whose unit tc reads as bytes per second, with both of
+// its readings (des.ErrAmbiguousUnit).
 func flagRate(flag, v string) (int64, error) {
 	r, err := des.ParseRateUnit(v)
 	switch {
