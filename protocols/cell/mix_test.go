@@ -147,3 +147,118 @@ func TestReadNodeQdiscsNothing(t *testing.T) {
 		require.NotNil(t, nq)
 	}
 }
+
+// TestMixPinsPublisher: spec@share+pub puts the publisher (node 0) among
+// the entry's nodes and spec@share-pub keeps it out, at every seed, with
+// every share's node count kept and only the publisher and one other node
+// moved from where the seed put them; the unpinned mix keeps its
+// assignment.
+func TestMixPinsPublisher(t *testing.T) {
+	const n = 50
+	for seed := uint64(1); seed <= 40; seed++ {
+		free, by, err := assignQdiscs("pie@30%;fq_codel", n, seed, false)
+		require.NoError(t, err)
+		require.Equal(t, PinSeed, by)
+		for _, c := range []struct{ assign, pin, pub string }{
+			{"pie@30%+pub;fq_codel", PinIn, "pie"},
+			{"pie@30%-pub;fq_codel", PinOut, "fq_codel"},
+			{"pie@0.3 +pub; fq_codel", PinIn, "pie"},
+			{"pfifo@20%;pie@30%-pub;fq_codel", PinOut, ""},
+		} {
+			specs, by, err := assignQdiscs(c.assign, n, seed, false)
+			require.NoError(t, err, c.assign)
+			require.Equal(t, c.pin, by, c.assign)
+			if c.pub != "" {
+				require.Equal(t, c.pub, specs[0], "%s seed %d", c.assign, seed)
+			} else {
+				require.NotEqual(t, "pie", specs[0], "%s seed %d", c.assign, seed)
+			}
+			counts := countSpecsOf(specs)
+			require.Equal(t, 15, counts["pie"], c.assign)
+			if c.pub == "" {
+				continue
+			}
+			require.Equal(t, 35, counts["fq_codel"], c.assign)
+			moved := 0
+			for i := range specs {
+				if specs[i] != free[i] {
+					moved++
+				}
+			}
+			if free[0] == c.pub {
+				require.Zero(t, moved, "%s seed %d: the seed had put the publisher there", c.assign, seed)
+			} else {
+				require.Equal(t, 2, moved, "%s seed %d: the publisher and one node trade places", c.assign, seed)
+			}
+		}
+	}
+	// The same entry with its share taking every node or none: -pub
+	// before the entry's part works too.
+	specs, by, err := assignQdiscs("fq_codel@70%;pie@30%-pub", 10, 1, false)
+	require.NoError(t, err)
+	require.Equal(t, PinOut, by)
+	require.Equal(t, "fq_codel", specs[0])
+}
+
+// TestMixUnpinnedUnchanged: a mix without a pin assigns the nodes it
+// assigned before pins existed, and its cell's key is the same.
+func TestMixUnpinnedUnchanged(t *testing.T) {
+	specs, err := AssignQdiscs("pie@30%;fq_codel", 20, 7)
+	require.NoError(t, err)
+	f, p := "fq_codel", "pie"
+	require.Equal(t, []string{f, f, f, f, f, f, f, f, p, f, f, f, f, p, f, p, f, p, p, p}, specs)
+
+	h, err := LookupProfile("harness")
+	require.NoError(t, err)
+	require.NoError(t, h.Set("uplink-qdisc", "pie@30%"))
+	c := Config{Profile: h, Seed: 3, N: 50, Degree: 8, Payload: 128 << 10}
+	require.Equal(t, "d1f5f5f7eb61b00037920693", c.Key())
+	pinned := c
+	pinned.Profile, err = LookupProfile("harness")
+	require.NoError(t, err)
+	own := pinned.Profile.UpQdisc
+	require.NoError(t, pinned.Profile.Set("uplink-qdisc", "pie@30%+pub"))
+	require.Equal(t, "pie@30%+pub;"+own, pinned.Profile.UpQdisc)
+	require.NotEqual(t, c.Key(), pinned.Key(), "a pinned mix is a cell of its own")
+}
+
+// TestMixPinRefused: a pin that cannot hold, two pins, and a misspelt pin
+// are refused, naming the mix and the entry.
+func TestMixPinRefused(t *testing.T) {
+	for _, c := range []struct{ assign, want string }{
+		{"pie@30%+pub;pfifo@10%-pub;fq_codel", `queue mix "pie@30%+pub;pfifo@10%-pub;fq_codel": entries 1 and 2 both pin the publisher`},
+		{"pie@0%+pub;fq_codel", `entry 1, pie@0%+pub, of 10 nodes: its share is no node`},
+		{"pie@100%-pub", `entry 1, pie@100%-pub, of 10 nodes: its share is every node`},
+		{"pie@30%+pb;fq_codel", `queue mix "pie@30%+pb;fq_codel": entry 1: share: fraction "30%+pb"`},
+		{"pie@30%pub;fq_codel", `a pin of the publisher follows the share: pie@30%+pub or pie@30%-pub`},
+	} {
+		_, err := AssignQdiscs(c.assign, 10, 1)
+		require.ErrorContains(t, err, c.want, c.assign)
+	}
+}
+
+// TestQdiscFilePublisherBy: resolving a direction says how the
+// publisher's spec was chosen: by the one spec, the seed, a pin (also in a
+// file's open-mix default), or the file's node list.
+func TestQdiscFilePublisherBy(t *testing.T) {
+	for _, c := range []struct {
+		m       *QdiscMap
+		profile string
+		by, pub string
+	}{
+		{nil, "fq_codel", PinEvery, "fq_codel"},
+		{nil, "pie@30%;fq_codel", PinSeed, ""},
+		{nil, "pie@30%+pub;fq_codel", PinIn, "pie"},
+		{&QdiscMap{Default: "pie@40%+pub"}, "fq_codel", PinIn, "pie"},
+		{&QdiscMap{Default: "pie@40%-pub"}, "fq_codel", PinOut, "fq_codel"},
+		{&QdiscMap{Default: "pfifo", Nodes: map[string]string{"3": "pie"}}, "fq_codel", PinEvery, "pfifo"},
+		{&QdiscMap{Nodes: map[string]string{"0": "pie"}}, "fq_codel", PinFile, "pie"},
+	} {
+		specs, by, err := c.m.resolveBy(c.profile, 20, 5)
+		require.NoError(t, err)
+		require.Equal(t, c.by, by, "%+v over %s", c.m, c.profile)
+		if c.pub != "" {
+			require.Equal(t, c.pub, specs[0], "%+v over %s", c.m, c.profile)
+		}
+	}
+}

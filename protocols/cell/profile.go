@@ -336,7 +336,7 @@ func tcpBufferKnob(name, dir string, f func(*Profile) *string, inEffect func(tcp
 // (CompleteMix: "pie@30%;fq_codel:profile=simnet" over the harness's), so
 // that the knob's value, and a record's, names every node's discipline.
 func qdiscKnob(name, link string, f func(*Profile) *string) knob {
-	help := "queue discipline of every " + link + ": a queues spec (uplink run --list-qdiscs), or a mix over the nodes, pie@30%;fq_codel; a mix whose every entry has a share, pie@30%, leaves the other nodes on the value it replaces (the profile's)"
+	help := "queue discipline of every " + link + ": a queues spec (uplink run --list-qdiscs), or a mix over the nodes, pie@30%;fq_codel; a mix whose every entry has a share, pie@30%, leaves the other nodes on the value it replaces (the profile's); pie@30%+pub puts the publisher among the PIE nodes, pie@30%-pub keeps it out (else the seed places it)"
 	return knob{name, help,
 		func(p *Profile) string { return *f(p) },
 		func(p *Profile, v string) error {
