@@ -106,6 +106,7 @@ type driver struct {
 	draw               *netmodel.Draw
 	graph              *netmodel.Graph
 	upSpecs, downSpecs []string // each node's queue disciplines
+	upBy, downBy       string   // what chose the publisher's (QdiscMap.resolveBy)
 	sim                *des.Sim
 	live               *des.Live
 	nw                 *netmodel.Network // nil on simnet
@@ -359,10 +360,10 @@ func (d *driver) network() error {
 	if cfg.Qdiscs != nil {
 		upMap, downMap = cfg.Qdiscs.Uplink, cfg.Qdiscs.Downlink
 	}
-	if d.upSpecs, err = upMap.resolve(p.UpQdisc, n, cfg.Seed); err != nil {
+	if d.upSpecs, d.upBy, err = upMap.resolveBy(p.UpQdisc, n, cfg.Seed); err != nil {
 		return fmt.Errorf("cell: uplink-qdisc: %w", err)
 	}
-	if d.downSpecs, err = downMap.resolve(p.DownQdisc, n, cfg.Seed); err != nil {
+	if d.downSpecs, d.downBy, err = downMap.resolveBy(p.DownQdisc, n, cfg.Seed); err != nil {
 		return fmt.Errorf("cell: downlink-qdisc: %w", err)
 	}
 	cpu, err := des.ParseCPU(p.CPU)
@@ -1287,6 +1288,7 @@ func (d *driver) record() *Record {
 	}
 	rec.BTimeoutsUnheard, rec.BLateAnswers = unheard, late
 	rec.Queues = map[string]QueueSummary{"uplink": summarize(cs.up), "downlink": summarize(cs.down)}
+	rec.setAssignments(d.upSpecs, d.downSpecs, d.upBy, d.downBy, cs.up, cs.down)
 	if cs.host != nil {
 		rec.Queues["host"] = summarize(cs.host)
 	}

@@ -1,9 +1,12 @@
 package cell
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/queues"
@@ -81,6 +84,150 @@ func summarize(stats []*queues.Stats) QueueSummary {
 	ms := func(t des.Time) float64 { return float64(t) / 1e6 }
 	q.DelayP50, q.DelayP99, q.DelayMax, q.DelayMean = ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Max()), ms(h.Mean())
 	return q
+}
+
+// QueueAssignment is one direction's queue assignment in a record
+// (Record.QueueAssignments).
+type QueueAssignment struct {
+	// Nodes maps each spec to its nodes: indices and ranges of indices,
+	// ascending ("0-3,7,12-40", FormatNodeRanges).
+	Nodes map[string]string `json:"nodes"`
+	// Publisher is the publisher's spec; PublisherBy says what chose it:
+	// PinSeed (a mix's seeded shuffle), PinIn or PinOut (a mix's pin,
+	// spec@share+pub or spec@share-pub), PinFile (a queue assignment
+	// file's node list) or PinEvery (the one spec before a file's
+	// exceptions for other nodes).
+	Publisher   string `json:"publisher"`
+	PublisherBy string `json:"publisher_by"`
+	// Classes sums the queue statistics over each spec's nodes, as
+	// Record.Queues sums them over all the nodes: its counts (enqueued,
+	// dequeued, drops, CE marks) add up over the classes to the
+	// direction's; the delays are each class's own.
+	Classes map[string]QueueSummary `json:"classes,omitempty"`
+}
+
+// queueAssignment is the assignment of a direction whose nodes have more
+// than one spec (nil otherwise): specs and stats are per node, by how
+// the publisher's spec was chosen (QdiscMap.resolveBy).
+func queueAssignment(specs []string, by string, stats []*queues.Stats) *QueueAssignment {
+	if len(countSpecs(specs)) < 2 {
+		return nil
+	}
+	nodes := map[string][]int{}
+	for i, s := range specs {
+		nodes[s] = append(nodes[s], i)
+	}
+	a := &QueueAssignment{
+		Nodes:     map[string]string{},
+		Publisher: specs[publisherNode], PublisherBy: by,
+	}
+	if len(stats) == len(specs) {
+		a.Classes = map[string]QueueSummary{}
+	}
+	for s, idx := range nodes {
+		a.Nodes[s] = FormatNodeRanges(idx)
+		if a.Classes != nil {
+			class := make([]*queues.Stats, 0, len(idx))
+			for _, i := range idx {
+				if stats[i] != nil {
+					class = append(class, stats[i])
+				}
+			}
+			a.Classes[s] = summarize(class)
+		}
+	}
+	return a
+}
+
+// setAssignments fills QueueAssignments and PublisherNode from each
+// node's uplink and downlink specs, how the publisher's were chosen, and
+// each node's queue statistics (nil where not read).
+func (r *Record) setAssignments(up, down []string, upBy, downBy string, upStats, downStats []*queues.Stats) {
+	r.QueueAssignments, r.PublisherNode = nil, nil
+	for _, d := range []struct {
+		name  string
+		specs []string
+		by    string
+		stats []*queues.Stats
+	}{{"uplink", up, upBy, upStats}, {"downlink", down, downBy, downStats}} {
+		if a := queueAssignment(d.specs, d.by, d.stats); a != nil {
+			if r.QueueAssignments == nil {
+				r.QueueAssignments = map[string]QueueAssignment{}
+				r.PublisherNode = new(int)
+				*r.PublisherNode = publisherNode
+			}
+			r.QueueAssignments[d.name] = *a
+		}
+	}
+}
+
+// FormatNodeRanges writes node indices, ascending and each once, as
+// indices and ranges: 0 1 2 3 7 12 13 14 is "0-3,7,12-14".
+func FormatNodeRanges(idx []int) string {
+	var b strings.Builder
+	for k := 0; k < len(idx); {
+		j := k
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(idx[k]))
+		if j > k {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(idx[j]))
+		}
+		k = j + 1
+	}
+	return b.String()
+}
+
+// ParseNodeRanges reads what FormatNodeRanges writes, for n nodes: a
+// comma-separated list of indices ("7") and ranges ("12-40", first below
+// last), ascending without overlap, each index below n.
+func ParseNodeRanges(s string, n int) ([]int, error) {
+	if s == "" {
+		return nil, errors.New(`no nodes: want indices and ranges such as "0-3,7"`)
+	}
+	var idx []int
+	next := 0 // the least index the next item may start at
+	for _, item := range strings.Split(s, ",") {
+		loS, hiS, isRange := strings.Cut(item, "-")
+		lo, err := parseNodeIndex(loS, n)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", item, err)
+		}
+		hi := lo
+		if isRange {
+			if hi, err = parseNodeIndex(hiS, n); err != nil {
+				return nil, fmt.Errorf("%q: %w", item, err)
+			}
+			if hi <= lo {
+				return nil, fmt.Errorf("%q: a range's last index must be above its first", item)
+			}
+		}
+		if lo < next {
+			return nil, fmt.Errorf("%q: not after the item before it (ascending, without overlap)", item)
+		}
+		for i := lo; i <= hi; i++ {
+			idx = append(idx, i)
+		}
+		next = hi + 1
+	}
+	return idx, nil
+}
+
+// parseNodeIndex reads a node index, 0 to n − 1, in plain decimal.
+func parseNodeIndex(s string, n int) (int, error) {
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 || strconv.Itoa(i) != s {
+		return 0, fmt.Errorf("%q is not a node index", s)
+	}
+	if i >= n {
+		return 0, fmt.Errorf("node %d is beyond the %d nodes (0 to %d)", i, n, n-1)
+	}
+	return i, nil
 }
 
 // WireRecord is an arm's wire form (study-model.md, "Arms"): records
@@ -251,10 +398,21 @@ type Record struct {
 	Knobs      map[string]string `json:"knobs"`
 	UpQdiscs   map[string]int    `json:"uplink_qdiscs"`
 	DownQdiscs map[string]int    `json:"downlink_qdiscs"`
-	Gossip     map[string]string `json:"gossip"`
-	Transport  string            `json:"transport"`
-	Latency    string            `json:"latency"`
-	WindowS    float64           `json:"window_s"`
+
+	// QueueAssignments holds, by direction ("uplink", "downlink"), the
+	// assignment of each direction whose nodes have more than one queue
+	// spec (a mix, or a queue assignment file): which nodes got which
+	// spec, the publisher's, and each spec's queue statistics. Absent
+	// where every node has the same spec, and in records of versions
+	// that did not record it. PublisherNode is the publisher's node
+	// index, given with them.
+	QueueAssignments map[string]QueueAssignment `json:"queue_assignments,omitempty"`
+	PublisherNode    *int                       `json:"publisher_node,omitempty"`
+
+	Gossip    map[string]string `json:"gossip"`
+	Transport string            `json:"transport"`
+	Latency   string            `json:"latency"`
+	WindowS   float64           `json:"window_s"`
 	// SetupQuantumS is the setup phases' quantum (Config.SetupQuantum),
 	// 0 when setup ran exact.
 	SetupQuantumS float64 `json:"setup_quantum_s"`
