@@ -484,7 +484,135 @@ func CheckRecord(r *cell.Record) error {
 	c.checkCompletions(r)
 	c.checkNodes(r)
 	c.checkCost(r)
+	c.checkAssignments(r)
 	return c.err
+}
+
+// publisherBy are the values of a queue assignment's publisher_by.
+var publisherBy = []string{cell.PinSeed, cell.PinIn, cell.PinOut, cell.PinFile, cell.PinEvery}
+
+// checkAssignments checks the queue assignments: each direction's ranges
+// cover every node once, with the nodes the spec counts give; the
+// publisher's spec is its node's; the classes' counts add up to the
+// direction's.
+func (c *recordChecker) checkAssignments(r *cell.Record) {
+	if len(r.QueueAssignments) == 0 {
+		if r.PublisherNode != nil {
+			c.fail("publisher_node", "%d without queue_assignments", *r.PublisherNode)
+		}
+		return
+	}
+	if r.PublisherNode == nil {
+		c.fail("publisher_node", "absent: queue_assignments name the publisher's spec")
+		return
+	}
+	pub := *r.PublisherNode
+	c.count("publisher_node", pub, r.N-1, "the last node index")
+	if c.err != nil {
+		return
+	}
+	for _, dir := range slices.Sorted(maps.Keys(r.QueueAssignments)) {
+		a := r.QueueAssignments[dir]
+		field := fmt.Sprintf("queue_assignments[%q]", dir)
+		var counts map[string]int
+		switch dir {
+		case "uplink":
+			counts = r.UpQdiscs
+		case "downlink":
+			counts = r.DownQdiscs
+		default:
+			c.fail(field, "not a direction: want uplink or downlink")
+			return
+		}
+		if len(a.Nodes) < 2 {
+			c.fail(field+".nodes", "%d specs: an assignment is recorded for two or more", len(a.Nodes))
+			return
+		}
+		of := make([]string, r.N) // each node's spec
+		for _, spec := range slices.Sorted(maps.Keys(a.Nodes)) {
+			sf := fmt.Sprintf("%s.nodes[%q]", field, spec)
+			idx, err := cell.ParseNodeRanges(a.Nodes[spec], r.N)
+			if err != nil {
+				c.fail(sf, "%v", err)
+				return
+			}
+			for _, i := range idx {
+				if of[i] != "" {
+					c.fail(sf, "node %d is also behind %q", i, of[i])
+					return
+				}
+				of[i] = spec
+			}
+			if counts[spec] != len(idx) {
+				c.fail(sf, "%d nodes, where %s_qdiscs gives %q %d", len(idx), dir, spec, counts[spec])
+				return
+			}
+		}
+		if i := slices.Index(of, ""); i >= 0 {
+			c.fail(field+".nodes", "node %d has no spec (want every node of %d once)", i, r.N)
+			return
+		}
+		if a.Publisher != of[pub] {
+			c.fail(field+".publisher", "%q, where node %d (publisher_node) is behind %q", a.Publisher, pub, of[pub])
+		}
+		if !slices.Contains(publisherBy, a.PublisherBy) {
+			c.fail(field+".publisher_by", "%q: want one of %s", a.PublisherBy, strings.Join(publisherBy, ", "))
+		}
+		c.checkClasses(r, dir, field, a)
+	}
+}
+
+// checkClasses checks that a direction's classes are its specs and that
+// their counts add up to the direction's queues.
+func (c *recordChecker) checkClasses(r *cell.Record, dir, field string, a cell.QueueAssignment) {
+	if a.Classes == nil {
+		return
+	}
+	var sum cell.QueueSummary
+	sum.Drops = map[string]uint64{}
+	for _, spec := range slices.Sorted(maps.Keys(a.Classes)) {
+		if _, ok := a.Nodes[spec]; !ok {
+			c.fail(fmt.Sprintf("%s.classes[%q]", field, spec), "not a spec of its nodes")
+			return
+		}
+		q := a.Classes[spec]
+		sum.Enqueued += q.Enqueued
+		sum.Dequeued += q.Dequeued
+		sum.CEMarks += q.CEMarks
+		for reason, v := range q.Drops {
+			sum.Drops[reason] += v
+		}
+	}
+	if len(a.Classes) != len(a.Nodes) {
+		c.fail(field+".classes", "%d classes for %d specs: want one a spec", len(a.Classes), len(a.Nodes))
+		return
+	}
+	total, ok := r.Queues[dir]
+	if !ok {
+		c.fail(field+".classes", "queues has no %s to add up to", dir)
+		return
+	}
+	for _, f := range []struct {
+		name     string
+		got, all uint64
+	}{{"enqueued", sum.Enqueued, total.Enqueued}, {"dequeued", sum.Dequeued, total.Dequeued}, {"ce_marks", sum.CEMarks, total.CEMarks}} {
+		if f.got != f.all {
+			c.fail(field+".classes", "%s adds up to %d, where queues[%q].%s is %d", f.name, f.got, dir, f.name, f.all)
+			return
+		}
+	}
+	for _, reason := range slices.Sorted(maps.Keys(total.Drops)) {
+		if sum.Drops[reason] != total.Drops[reason] {
+			c.fail(field+".classes", "drops %s add up to %d, where queues[%q].drops.%s is %d", reason, sum.Drops[reason], dir, reason, total.Drops[reason])
+			return
+		}
+	}
+	for _, reason := range slices.Sorted(maps.Keys(sum.Drops)) {
+		if _, ok := total.Drops[reason]; !ok && sum.Drops[reason] != 0 {
+			c.fail(field+".classes", "drops %s add up to %d, where queues[%q] has none", reason, sum.Drops[reason], dir)
+			return
+		}
+	}
 }
 
 // checkCounts checks the counts of nodes, receivers, messages and bytes.
