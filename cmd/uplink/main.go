@@ -61,7 +61,7 @@ Commands:
   bulk      bulk transfers between two nodes over real quic-go or uplink's TCP
   records   check or merge records files
   slurm     a run or validate sweep as a Slurm job array: plan, submit, status
-  summarize print run's table from records files
+  summarize print run's table from records files, by variant, comparing the variants
   results   regenerate (or --check) the result pages from their committed records
   version   print the version
 

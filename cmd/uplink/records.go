@@ -187,16 +187,19 @@ func checkMergeOut(out string, paths []string, force bool) error {
 }
 
 // cmdSummarize prints run's table from records files, one record per
-// cell (sweep.Merge, --on-conflict as records merge's).
+// cell (sweep.Merge, --on-conflict as records merge's), by variant, with
+// the variants' comparison (printSummary, summarizeUsage).
 func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("uplink summarize", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {}
 	onConflict := onConflictFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprint(stdout, summarizeUsage+fs.FlagUsages())
 			return nil
 		}
-		return usageError{err}
+		return usageError{fmt.Errorf("summarize: %w", err)}
 	}
 	if fs.NArg() == 0 {
 		return usageError{errors.New("summarize: name the records files")}
@@ -213,7 +216,7 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 	if len(recs) == 0 {
 		return fmt.Errorf("summarize: no valid record in %s", strings.Join(fs.Args(), ", "))
 	}
-	printTable(stdout, recs)
+	printSummary(stdout, stderr, recs)
 	return nil
 }
 
