@@ -55,6 +55,9 @@ type runOpts struct {
 	// known are records made before the sweep (a validate's cache and
 	// reused files): the estimates learn from them (sweep.Estimator).
 	known []*cell.Record
+	// labels are the variants of a --vary grid's or a study's cells, by
+	// key (variantLabels): the cells' lines name them.
+	labels map[string][]string
 }
 
 // cellDir is the folder of a cell's trace, captures and figures under
@@ -121,6 +124,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	gate := newMemGate(jobs, mem)
 	est := aloneWeights(wall, rss, jobs, mem)
 	finished := make([]bool, len(cfgs))
+	under := cellsUnder(cfgs, o.labels)
 	eta, how := sweepETA(est, finished, jobs, 0)
 	at := fmt.Sprintf("%d at a time", min(jobs, len(cfgs)))
 	if mem > 0 && jobs > 1 && len(cfgs) > 1 {
@@ -172,7 +176,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 				c.ProgressEvery = o.progressEvery
 				rec, err := runChild(ctx, self, c, o.env, args, isolate, func(line string) {
 					mu.Lock()
-					fmt.Fprintf(stderr, "[%s %s seed %d] %s\n", c.Arm, c.Profile.Name, c.Seed, line)
+					fmt.Fprintf(stderr, "[%s %s seed %d%s] %s\n", c.Arm, c.Profile.Name, c.Seed, under[i], line)
 					mu.Unlock()
 				})
 				estimator.Add(rec) // before the release lets the next cell ask
@@ -204,8 +208,8 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 		el := time.Since(start)
 		eta, how := sweepETA(est, finished, jobs, el)
 		mu.Lock()
-		fmt.Fprintf(stderr, "done %d/%d cells (%s %s seed %d: p50 %s, wall %.1f s); elapsed %s, ETA %s (%s)\n",
-			done, len(cfgs), r.rec.Arm, r.rec.Profile, r.rec.Seed, fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second), how)
+		fmt.Fprintf(stderr, "done %d/%d cells (%s %s seed %d%s: p50 %s, wall %.1f s); elapsed %s, ETA %s (%s)\n",
+			done, len(cfgs), r.rec.Arm, r.rec.Profile, r.rec.Seed, under[r.i], fmtS(r.rec.P50S), r.rec.WallS, el.Round(time.Second), eta.Round(time.Second), how)
 		mu.Unlock()
 	}
 	if outFile != nil {

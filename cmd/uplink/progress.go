@@ -3,12 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/uplinksim/uplink/des"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/sweep"
+	"github.com/uplinksim/uplink/validate"
 )
 
 // quietHelp and progressEveryHelp describe --quiet and --progress-every
@@ -105,4 +109,44 @@ func sweepETA(est []time.Duration, finished []bool, jobs int, elapsed time.Durat
 		return max(left/time.Duration(max(jobs, 1)), longest), "estimated from the cells' sizes"
 	}
 	return time.Duration(float64(elapsed) * float64(left) / float64(done)), "at the rate so far"
+}
+
+// variantLabels are the variants each cell of studies runs under (cells
+// by study, as validate.Study.Cells gives them), by the cell's key: one
+// label for most, several where variants share a cell. The key stays the
+// cell's alone; a sweep's lines and --list-cells name the variant by it.
+func variantLabels(sts []validate.Study, cells [][]validate.StudyCell) map[string][]string {
+	out := map[string][]string{}
+	for i, st := range sts {
+		for _, c := range cells[i] {
+			label := st.Variants[c.Variant].Label
+			for _, cfg := range c.Configs {
+				k := cfg.Key()
+				if !slices.Contains(out[k], label) {
+					out[k] = append(out[k], label)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cellsUnder is, for each of cfgs, the variant it runs under as its lines
+// name it, ` under "uplink-qdisc=pie"` (labels by key, variantLabels), or
+// "" for a cell of no variant.
+func cellsUnder(cfgs []cell.Config, labels map[string][]string) []string {
+	out := make([]string, len(cfgs))
+	if len(labels) == 0 {
+		return out
+	}
+	for i, c := range cfgs {
+		if ls := labels[c.Key()]; len(ls) > 0 {
+			q := make([]string, len(ls))
+			for j, l := range ls {
+				q[j] = strconv.Quote(l)
+			}
+			out[i] = " under " + strings.Join(q, " and ")
+		}
+	}
+	return out
 }

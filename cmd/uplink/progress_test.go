@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +85,62 @@ func TestProgressEveryFlag(t *testing.T) {
 		{[]string{"run", "--progress-every", "1ms"}, "--progress-every 1ms: want 0 (no progress lines) or at least 10ms"},
 		{[]string{"validate", "--table", "appendix_d_home", "--progress-every", "-1s"}, "--progress-every -1s"},
 	})
+}
+
+// TestVaryLinesNameVariant: a --vary grid's cells name their variant on
+// their lines (each phase line's prefix and the done line) and in
+// --list-cells, a study's likewise in --list-cells, a plain run's none;
+// summarize reads the grid's records back into the same variants and the
+// same reading as run --vary printed.
+func TestVaryLinesNameVariant(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "vary.jsonl")
+	grid := []string{"run", "--profile", "harness", "--nodes", "6", "--degree", "2", "--seeds", "7-8", "--jobs", "1", "--progress-every", "0",
+		"--vary", "uplink-qdisc=fq_codel,pie"}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(append(grid, "--list-cells"), &stdout, &stderr), stderr.String())
+	rows := regexp.MustCompile(`(?m)^[0-9a-f]{24}  wholend .*  -        (.*)$`).FindAllStringSubmatch(stdout.String(), -1)
+	require.Len(t, rows, 6)
+	var listed []string
+	for _, r := range rows {
+		listed = append(listed, r[1])
+	}
+	require.Equal(t, []string{"uplink-qdisc=fq_codel", "uplink-qdisc=fq_codel", "uplink-qdisc=pie", "uplink-qdisc=pie",
+		"uplink-qdisc=fq_codel, rerun 1", "uplink-qdisc=fq_codel, rerun 1"}, listed)
+	require.Regexp(t, `(?m)^key +arm .* warm-up  variant$`, stdout.String())
+
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, run(append(grid, "--out", out), &stdout, &stderr), stderr.String())
+	lines := stderr.String()
+	require.Contains(t, lines, `[wholend harness seed 7 under "uplink-qdisc=pie"] cell seed 7: `)
+	require.Contains(t, lines, `[wholend harness seed 8 under "uplink-qdisc=fq_codel, rerun 1"] cell seed 8: `)
+	require.Regexp(t, `(?m)^done \d/6 cells \(wholend harness seed 8 under "uplink-qdisc=pie": p50 `, lines)
+	require.Equal(t, 6, strings.Count(lines, "done "))
+	require.NotRegexp(t, `(?m)^\[wholend harness seed \d\] `, lines)
+	reading := stdout.String()[strings.Index(stdout.String(), "reading: "):]
+
+	// summarize: the same variants, the same reading.
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, run([]string{"summarize", out}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stderr.String(), `summarize: 6 records of 1 arm: 2 variants by uplink-qdisc, 1 rerun; baseline "uplink-qdisc=fq_codel"`)
+	require.Contains(t, stdout.String(), reading)
+
+	// A study's cells, and a plain run's.
+	study, err := filepath.Abs("../../docs/study-pie-share.json")
+	require.NoError(t, err)
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"validate", "--study", study, "--nodes", "12", "--seeds", "7", "--list-cells", "--cache", filepath.Join(dir, "study.jsonl")}, &stdout, &stderr), stderr.String())
+	require.Regexp(t, `(?m)^[0-9a-f]{24}  wholend .*  -        harness \(fq_codel\)$`, stdout.String())
+	require.Regexp(t, `(?m)^[0-9a-f]{24}  wholend .*  -        30 % of nodes behind PIE$`, stdout.String())
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, run([]string{"run", "--profile", "harness", "--nodes", "6", "--degree", "2", "--seeds", "7", "--progress-every", "0"}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stderr.String(), "[wholend harness seed 7] cell seed 7: ")
+	require.Regexp(t, `(?m)^done 1/1 cells \(wholend harness seed 7: p50 `, stderr.String())
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"run", "--profile", "harness", "--nodes", "6", "--degree", "2", "--seeds", "7", "--list-cells"}, &stdout, &stderr))
+	require.Regexp(t, `(?m)^key +arm .* warm-up$`, stdout.String())
+	require.NotContains(t, stdout.String(), "variant")
 }

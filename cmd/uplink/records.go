@@ -240,15 +240,24 @@ func shardCells(cfgs []cell.Config, sh shardOpts, stdout io.Writer) ([]cell.Conf
 	if !sh.list {
 		return cfgs, false, nil
 	}
-	fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5s  %6s  %8s  %8s  %7s  %s\n", "key", "arm", "transport", "profile", "seed", "nodes", "payload", "wall s", "RSS GiB", "warm-up")
+	// A --vary grid's or a study's cells end with their variant.
+	head, last := "warm-up", func(warmup, key string) string { return warmup }
+	if sh.labels != nil {
+		head = fmt.Sprintf("%-7s  %s", "warm-up", "variant")
+		last = func(warmup, key string) string {
+			return fmt.Sprintf("%-7s  %s", warmup, cmp.Or(strings.Join(sh.labels[key], "; "), "-"))
+		}
+	}
+	fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5s  %6s  %8s  %8s  %7s  %s\n", "key", "arm", "transport", "profile", "seed", "nodes", "payload", "wall s", "RSS GiB", head)
 	var wall float64
 	costOf := sh.costFunc()
 	for _, c := range cfgs {
 		cost := costOf(c)
 		n, _ := c.Size()
 		wall += cost.Wall.Seconds()
-		fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5d  %6d  %8d  %8.0f  %7.1f  %s\n", c.Key(), cmp.Or(c.Arm, "whole"), cmp.Or(c.Transport, "quic"),
-			c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30), cmp.Or(c.Warmup.String(), "-"))
+		key := c.Key()
+		fmt.Fprintf(stdout, "%-24s  %-14s  %-9s  %-8s  %5d  %6d  %8d  %8.0f  %7.1f  %s\n", key, cmp.Or(c.Arm, "whole"), cmp.Or(c.Transport, "quic"),
+			c.Profile.Name, c.Seed, n, c.Payload, cost.Wall.Seconds(), float64(cost.RSS)/(1<<30), last(cmp.Or(c.Warmup.String(), "-"), key))
 	}
 	fmt.Fprintf(stdout, "%d cells, about %.0f s of one core (sweep.EstimateCost, learnt from the records the sweep holds; RSS under --memlimit: sweep.LimitedPeak)\n", len(cfgs), wall)
 	return cfgs, true, nil

@@ -117,12 +117,12 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 		}
 		return checkCells(todo, set.mem, set.skipOverMem, stderr)
 	}
-	runner := func(cfgs []cell.Config, records map[string]*cell.Record) error {
+	runner := func(cfgs []cell.Config, records map[string]*cell.Record, labels map[string][]string) error {
 		if *cachedOnly {
 			return nil
 		}
 		ro := set.run
-		ro.out, ro.outFlag = *cache, "--cache"
+		ro.out, ro.outFlag, ro.labels = *cache, "--cache", labels
 		return runMissing(cfgs, records, set.setupProcs, ro, stderr)
 	}
 	if *study != "" {
@@ -174,7 +174,7 @@ func sweepValidate(args []string, sp *sweepPlan, stdout, stderr io.Writer) error
 	if checkErr != nil {
 		return checkErr
 	}
-	runErr := runner(todo, records)
+	runErr := runner(todo, records, nil)
 	printComparison(stdout, plan, records)
 	if err := exportRecords(*export, all, records, stderr); err != nil {
 		return err
@@ -440,7 +440,7 @@ func runMissing(cfgs []cell.Config, records map[string]*cell.Record, setupProcs 
 
 // runStudy runs a study's missing cells and prints its table and reading.
 func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly, dryRun, answerOnly bool, cache string, reuse []string, reportDir, export string, sh shardOpts,
-	check func([]cell.Config) ([]cell.Config, error), run func([]cell.Config, map[string]*cell.Record) error, stdout, stderr io.Writer) error {
+	check func([]cell.Config) ([]cell.Config, error), run func([]cell.Config, map[string]*cell.Record, map[string][]string) error, stdout, stderr io.Writer) error {
 	st, user, err := loadStudy(name)
 	if err != nil {
 		return usageError{err}
@@ -469,6 +469,8 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 	for _, c := range cells {
 		groups = append(groups, c.Configs)
 	}
+	labels := variantLabels([]validate.Study{st}, [][]validate.StudyCell{cells})
+	sh.labels = labels
 	all, todo, listed, err := sweepRuns(groups, records, sh, stdout)
 	if err != nil || listed {
 		return err
@@ -503,7 +505,7 @@ func runStudy(name string, o validate.PlanOptions, fresh, anyVersion, cachedOnly
 		}
 		return checkErr
 	}
-	runErr := run(todo, records)
+	runErr := run(todo, records, labels)
 	printStudy(stdout, st, cells, records)
 	if err := exportRecords(export, all, records, stderr); err != nil {
 		return err
@@ -603,6 +605,9 @@ type shardOpts struct {
 	// follow (costFunc).
 	limit int64
 	known []*cell.Record
+	// labels are the variants of a --vary grid's or a study's cells, by
+	// key (variantLabels): --list-cells names them.
+	labels map[string][]string
 }
 
 // costFunc is a cell's cost as the sweep plans it: sweep.Estimator on the

@@ -253,6 +253,8 @@ func runGrid(g gridPlan, done map[string]*cell.Record, sh shardOpts, set sweepSe
 			groups = append(groups, c.Configs)
 		}
 	}
+	sh.labels = variantLabels(sts, cells)
+	o.labels = sh.labels
 	all, todo, listed, err := sweepRuns(groups, done, sh, stdout)
 	if err != nil || listed {
 		return err
