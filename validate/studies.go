@@ -457,6 +457,10 @@ type StudyRow struct {
 	// (StudyCounts, in that order) from the baseline's; unset for the
 	// baseline.
 	CountsVsBase []CountDiff
+	// PubUplink counts the row's seeds by the publisher's uplink queue
+	// (Record.PublisherUplink: "pie (+pub)", "fq_codel (seed)"); nil when
+	// no record of the row has a mixed uplink assignment.
+	PubUplink map[string]int
 }
 
 // LedgerCounts are variant B's claim-ledger counts of a study row, each
@@ -534,6 +538,12 @@ func (s Study) Table(cells []StudyCell, records map[string]*cell.Record) []Study
 				continue
 			}
 			seedCounts[int(c.Seeds[i])] = recordCounts(r)
+			if _, mixed := r.QueueAssignments["uplink"]; mixed || len(r.UpQdiscs) > 1 {
+				if row.PubUplink == nil {
+					row.PubUplink = map[string]int{}
+				}
+				row.PubUplink[r.PublisherUplink()]++
+			}
 			v := ptrValue(r.P50S)
 			p50 = append(p50, v)
 			p99 = append(p99, ptrValue(r.P99S))

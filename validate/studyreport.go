@@ -3,9 +3,11 @@ package validate
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/uplinksim/uplink/internal/outfile"
@@ -124,6 +126,7 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 	}
 	writeLedger(&b, rows50)
 	writeConnState(&b, rows50)
+	writePubUplink(&b, rows50)
 	fmt.Fprintf(&b, "\nReading (%s): %s\n", s.CompareStat(), s.Reading(cells, records))
 	switch a, err := s.Answer(cells, records); {
 	case err != nil:
@@ -132,6 +135,43 @@ func studyMarkdown(s Study, cells []StudyCell, records map[string]*cell.Record) 
 		b.WriteString("\n" + a)
 	}
 	return b.String()
+}
+
+// writePubUplink writes which uplink queue the publisher had, seed by
+// seed, for the rows whose uplinks are a mix (StudyRow.PubUplink).
+func writePubUplink(b *strings.Builder, rows []StudyRow) {
+	var mixed []StudyRow
+	for _, r := range rows {
+		if r.PubUplink != nil {
+			mixed = append(mixed, r)
+		}
+	}
+	if len(mixed) == 0 {
+		return
+	}
+	b.WriteString("\nThe publisher's uplink queue under a mix, with what placed it (seed: the seeded choice of nodes; +pub, -pub: pinned in or out), and on how many seeds; ? for records written before assignments were recorded.\n\n")
+	b.WriteString("| variant | arm | seeds | publisher's uplink |\n| --- | --- | ---: | --- |\n")
+	for _, r := range mixed {
+		fmt.Fprintf(b, "| %s | %s | %d | %s |\n", r.Variant, r.Arm, r.Seeds, FormatPubUplink(r.PubUplink))
+	}
+}
+
+// FormatPubUplink writes a row's seeds by the publisher's uplink queue
+// (StudyRow.PubUplink), the most seeds first: "pie (seed) on 3, fq_codel
+// (seed) on 2".
+func FormatPubUplink(m map[string]int) string {
+	specs := slices.Collect(maps.Keys(m))
+	slices.SortFunc(specs, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(specs))
+	for i, s := range specs {
+		parts[i] = fmt.Sprintf("%s on %d", s, m[s])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeConnState writes the table of quic-go's connections at the

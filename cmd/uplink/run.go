@@ -380,21 +380,6 @@ func tableProfile(r *cell.Record) string {
 	return s
 }
 
-// publisherUplink names the publisher's uplink queue: the spec, and for a
-// mixed assignment what chose it ("pie (+pub)", "pie (seed)"); "?" for a
-// mix recorded without its assignment.
-func publisherUplink(r *cell.Record) string {
-	if a, ok := r.QueueAssignments["uplink"]; ok {
-		return a.Publisher + " (" + a.PublisherBy + ")"
-	}
-	if len(r.UpQdiscs) == 1 {
-		for spec := range r.UpQdiscs {
-			return spec
-		}
-	}
-	return "?"
-}
-
 // printTable writes a row per record and the medians across seeds of each
 // arm and profile.
 func printTable(w io.Writer, recs []*cell.Record) {
@@ -417,7 +402,7 @@ func printTable(w io.Writer, recs []*cell.Record) {
 		byProfile[key] = append(byProfile[key], r)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.0f\t%s\t\n", r.Arm, profile, r.Seed,
 			fmtS(r.P50S), fmtS(r.P90S), fmtS(r.P99S), fmtS(r.LastS), r.RateK, r.RateN, r.Dups,
-			float64(r.PubBytes)/(1<<20), r.WallS, float64(r.MaxRSSKB)/1024, publisherUplink(r))
+			float64(r.PubBytes)/(1<<20), r.WallS, float64(r.MaxRSSKB)/1024, r.PublisherUplink())
 	}
 	tw.Flush()
 	if len(order) == 0 {

@@ -161,6 +161,22 @@ func (r *Record) setAssignments(up, down []string, upBy, downBy string, upStats,
 	}
 }
 
+// PublisherUplink names the publisher's uplink queue as the tables show
+// it: under a mixed assignment its spec and what chose it ("pie (+pub)",
+// "pie (seed)"), else the one spec every uplink has; "?" for a mix
+// recorded without its assignment (versions before queue_assignments).
+func (r *Record) PublisherUplink() string {
+	if a, ok := r.QueueAssignments["uplink"]; ok {
+		return a.Publisher + " (" + a.PublisherBy + ")"
+	}
+	if len(r.UpQdiscs) == 1 {
+		for spec := range r.UpQdiscs {
+			return spec
+		}
+	}
+	return "?"
+}
+
 // FormatNodeRanges writes node indices, ascending and each once, as
 // indices and ranges: 0 1 2 3 7 12 13 14 is "0-3,7,12-14".
 func FormatNodeRanges(idx []int) string {
