@@ -458,7 +458,13 @@ func (c *recordChecker) nonNegative(field string, v int64) {
 //     that falls on a censored receiver is null;
 //   - per-node rows, when present, one a node (indices 0 to n − 1), with
 //     completion times within the window, each row's completed flag
-//     saying whether it has one.
+//     saying whether it has one;
+//   - queue assignments, when present, uplink and downlink only, each of
+//     two or more specs whose node ranges cover every node once with the
+//     counts uplink_qdiscs or downlink_qdiscs give, the publisher's spec
+//     that of publisher_node (present with them, absent without), a known
+//     publisher_by, and classes, one a spec, whose counts add up to the
+//     direction's queues.
 func CheckRecord(r *cell.Record) error {
 	switch {
 	case r.Schema != cell.RecordSchema:
