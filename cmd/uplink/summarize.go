@@ -179,8 +179,8 @@ const oneVariant = "baseline"
 // first, each followed by the variants compared with it, each group in
 // order of name; records that would fall into one variant with the same
 // arm, seed and replicate (they differ in a setting records do not list)
-// go to variants of their own, "NAME [set 2]" and on, in the order given,
-// and note says so.
+// go to variants of their own, "NAME [set 2]" and on, in the order given
+// (by key, as sweep.Merge sorts them), and note says so.
 func groupVariants(recs []*cell.Record) (vs []*summaryVariant, axes []string, note string) {
 	settings := make([]map[string]string, len(recs))
 	own := make([]map[string]bool, len(recs))
@@ -232,9 +232,13 @@ func groupVariants(recs []*cell.Record) (vs []*summaryVariant, axes []string, no
 		v.runs[r.Replicate] = append(v.runs[r.Replicate], r)
 	}
 	if split > 0 {
-		note = fmt.Sprintf("%d records share their variant, arm, seed and replicate with a record of another cell (they differ in a setting records do not list: "+
-			"a replayed topology, per-node queue assignments, withheld units or a mesh timeout); they are told apart as \"[set 2]\" and on, in the order read, "+
-			"which need not pair them with the records of their own setting", split)
+		verb := "share their"
+		if split == 1 {
+			verb = "shares its"
+		}
+		note = fmt.Sprintf("%s %s variant, arm, seed and replicate with a record of another cell (they differ in a setting records do not list: "+
+			"a replayed topology, per-node queue assignments, withheld units or a mesh timeout); they are told apart as \"[set 2]\" and on, in the order of their keys, "+
+			"which need not pair them with the records of their own setting", plural(split, "record"), verb)
 	}
 	labels := slices.Sorted(maps.Keys(byLabel))
 	var bases []*summaryVariant
@@ -380,15 +384,18 @@ func printSummary(stdout, stderr io.Writer, recs []*cell.Record) {
 		}
 	}
 	line := fmt.Sprintf("summarize: %s of %s: ", plural(len(recs), "record"), plural(len(armNames), "arm"))
-	if len(axes) == 0 {
+	switch {
+	case len(vs) == 1:
 		line += "1 variant (no setting differs but the seed)"
-	} else {
+	case len(axes) == 0:
+		line += fmt.Sprintf("%s by settings records do not list", plural(len(vs), "variant"))
+	default:
 		line += fmt.Sprintf("%s by %s", plural(len(vs), "variant"), strings.Join(axes, ", "))
 	}
 	if reruns > 0 {
 		line += ", " + plural(reruns, "rerun")
 	}
-	if len(axes) > 0 || reruns > 0 {
+	if len(vs) > 1 || reruns > 0 {
 		line += fmt.Sprintf("; %s %s", map[bool]string{true: "baseline", false: "baselines"}[len(bases) == 1], strings.Join(bases, ", "))
 	}
 	fmt.Fprintln(stderr, line)

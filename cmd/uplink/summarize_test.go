@@ -162,3 +162,20 @@ func TestSummarizeHelp(t *testing.T) {
 		require.Contains(t, stdout.String(), want)
 	}
 }
+
+// TestSummarizeUnlistedSetting: two records of one arm, seed and
+// replicate whose listed settings agree are cells that differ in a
+// setting records do not list: neither is lost or pooled with the other,
+// and the note says how they were told apart.
+func TestSummarizeUnlistedSetting(t *testing.T) {
+	a, b := gridRecord(7, 0, "pie", 1, 2), gridRecord(7, 0, "pie", 1.5, 2)
+	b.Key = "other-topology"
+	path := writeRecords(t, t.TempDir(), "twins.jsonl", []*cell.Record{a, b})
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"summarize", path}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stderr.String(), "uplink: summarize: 1 record shares its variant, arm, seed and replicate with a record of another cell")
+	require.Contains(t, stderr.String(), `summarize: 2 records of 1 arm: 2 variants by settings records do not list; baseline "baseline"`)
+	require.Contains(t, stdout.String(), "variant baseline:\n")
+	require.Contains(t, stdout.String(), "variant baseline [set 2]:\n")
+	require.Contains(t, stdout.String(), `wholend under "baseline [set 2]": p50 too few seeds, −33%`)
+}
