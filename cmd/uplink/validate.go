@@ -585,6 +585,11 @@ func printStudy(w io.Writer, st validate.Study, cells []validate.StudyCell, reco
 			r.Dups, validate.FormatBytes(r.RxNode), validate.FormatCount(r.QueueDrops), cwnd, lost)
 	}
 	tw.Flush()
+	for _, r := range rows {
+		if r.PubUplink != nil {
+			fmt.Fprintf(w, "publisher's uplink, %s, %s: %s\n", r.Variant, r.Arm, validate.FormatPubUplink(r.PubUplink))
+		}
+	}
 	fmt.Fprintf(w, "\nreading: %s\n", st.Reading(cells, records))
 	switch a, err := st.Answer(cells, records); {
 	case err != nil:
