@@ -84,7 +84,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bulk", "--rate", "7999bit"}, "--rate: rate \"7999bit\": want 8 kbit/s to 10 Tbit/s"},
 		{[]string{"bulk", "--rate", "7999"}, "--rate \"7999\": give a unit, such as 50Mbit or 1Gbit (bit/s; want 8 kbit/s to 10 Tbit/s)"},
 		{[]string{"bulk", "--rate", "10.01Tbit"}, "want 8 kbit/s to 10 Tbit/s"},
-		{[]string{"bulk", "--rate", "Inf"}, "--rate: rate \"Inf\": want a finite decimal number"},
+		{[]string{"bulk", "--rate", "Inf"}, "--rate: rate \"Inf\": want bit/s, a number with a unit"},
 		{[]string{"bulk", "--host-rate", "NaN"}, "--host-rate"},
 		{[]string{"bulk", "--rtt", "20.001s"}, "--rtt: duration \"20.001s\": want 0s to 20s"},
 		{[]string{"bulk", "--bytes", "0"}, "--bytes: size \"0\": want 1 byte to 1 TiB"},
@@ -149,7 +149,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--version", "--verbose"}, "version: unexpected argument \"--verbose\""},
 		// 6. Messages that name the flag.
 		{[]string{"run", "--rate", "NaN"}, "unknown flag: --rate"},
-		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want a finite decimal number"},
+		{[]string{"bulk", "--rate", "NaN"}, "--rate: rate \"NaN\": want bit/s, a number with a unit"},
 	}
 	checkUsageErrors(t, cases)
 	// One line of error, and no cell started.
