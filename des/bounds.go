@@ -59,8 +59,8 @@ type Unit struct {
 	Factor float64
 }
 
-// The units of rates, read without regard to case by every flag, knob,
-// queue spec and study file, and of byte counts.
+// The units of rates and byte counts, one table each, read without
+// regard to case by every flag, knob, queue spec and study file.
 //
 // A rate is in bit/s: a plain number, or one with a unit of RateUnits,
 // tc's bit units (kbit, mbit, gbit, tbit decimal; kibit to tibit powers
@@ -69,21 +69,20 @@ type Unit struct {
 // (ErrAmbiguousUnit): tc reads mbps as megabytes per second, most other
 // writing as megabits, and read without regard to case MBps and Mbps are
 // one spelling, so either reading would be wrong for someone.
+//
+// A byte count is a plain number, or one with a unit of ByteUnits: b, and
+// KiB to TiB (powers of 1 024). k, m, g, t and kb, mb, gb, tb are refused
+// (ErrAmbiguousUnit): tc reads them as powers of 1 024, SI as powers of
+// 1 000.
 var (
 	RateUnits = []Unit{{"tibit", 1 << 40}, {"gibit", 1 << 30}, {"mibit", 1 << 20}, {"kibit", 1 << 10},
 		{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
-	// DecimalBytes reads KB as 1 000 and KiB as 1 024; BinaryBytes reads
-	// K and KB as 1 024, as Linux tc does.
-	DecimalBytes = []Unit{{"tib", 1 << 40}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
-		{"tb", 1e12}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3}, {"b", 1}}
-	BinaryBytes = []Unit{{"tib", 1 << 40}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
-		{"tb", 1 << 40}, {"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10},
-		{"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}, {"b", 1}}
+	ByteUnits = []Unit{{"tib", 1 << 40}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10}, {"b", 1}}
 )
 
-// ErrAmbiguousUnit is the error of a rate whose unit reads differently
-// in tc and elsewhere; the message gives both readings in unambiguous
-// units.
+// ErrAmbiguousUnit is the error of a rate or a byte count whose unit
+// reads differently in tc and elsewhere; the message gives both readings
+// in unambiguous units.
 var ErrAmbiguousUnit = errors.New("ambiguous unit")
 
 // A prefix is the multiple a unit of a rate or a size starts with.
@@ -136,6 +135,21 @@ func ambiguousRate(s string) error {
 	}
 	return fmt.Errorf("rate %q: %w %q: tc reads it as bytes per second, most other writing as bits per second; write %s for bits per second or %s for bytes per second",
 		s, ErrAmbiguousUnit, strings.TrimSpace(unit), formatFloat(v)+p.name+"bit", formatFloat(v*8)+p.name+"bit")
+}
+
+// ambiguousSize returns, for a byte count whose unit reads as a power of
+// 1 024 in tc and of 1 000 in SI (64kb, 1.5M, 2g), an error wrapping
+// ErrAmbiguousUnit that writes both readings; nil for any other spelling.
+func ambiguousSize(s string) error {
+	num, unit := splitUnit(s)
+	p, ok := lookupPrefix(strings.TrimSuffix(strings.ToLower(strings.TrimSpace(unit)), "b"))
+	v, err := ParseFinite(num)
+	if !ok || p.iec == "" || err != nil {
+		return nil
+	}
+	bin, _ := lookupPrefix(p.iec)
+	return fmt.Errorf("size %q: %w %q: tc reads it as a power of 1 024, SI as a power of 1 000; write %s (%s bytes) or %s",
+		s, ErrAmbiguousUnit, strings.TrimSpace(unit), formatFloat(v)+bin.name+"B", formatFloat(v*bin.factor), formatFloat(v*p.factor))
 }
 
 // formatFloat writes v in decimal, as short as reads back.
@@ -262,12 +276,17 @@ func FormatRate(r int64) string {
 	return fmt.Sprintf("%d bit/s", r)
 }
 
-// ParseBytes reads a byte count with a suffix of units (DecimalBytes or
-// BinaryBytes) within [lo, hi]. A byte count must come out whole.
-func ParseBytes(s string, units []Unit, lo, hi int64) (int64, error) {
-	v, err := ParseQuantity(s, units)
+// ParseBytes reads a byte count, a plain number or one with a unit of
+// ByteUnits (1MiB, 64KiB, 100b), within [lo, hi]; k, kb, m, mb, ... are
+// refused with an error wrapping ErrAmbiguousUnit. A byte count must come
+// out whole.
+func ParseBytes(s string, lo, hi int64) (int64, error) {
+	if err := ambiguousSize(s); err != nil {
+		return 0, err
+	}
+	v, err := ParseQuantity(s, ByteUnits)
 	if err != nil {
-		return 0, fmt.Errorf("size %w, such as 1MiB", err)
+		return 0, fmt.Errorf("size %q: want bytes, a number with a unit b, KiB, MiB, GiB or TiB (powers of 1 024), such as 1MiB", s)
 	}
 	if v != math.Trunc(v) {
 		return 0, fmt.Errorf("size %q: %s bytes is not a whole number of bytes; give %.0f or a smaller unit", s, strconv.FormatFloat(v, 'f', -1, 64), math.Floor(v))
@@ -390,7 +409,7 @@ func CheckFloat(s string, v, lo, hi float64) (float64, error) {
 // ParseBufferTriple reads a socket buffer sysctl's triple "min default
 // max" (Linux's tcp_rmem and tcp_wmem, such as "4096 131072 6291456", or
 // with commas, "4096,131072,6291456", as a knob's value is written):
-// three byte counts, each read as ParseBytes reads BinaryBytes within
+// three byte counts, each read as ParseBytes reads it within
 // [1, MaxSockBuf], with min <= default <= max.
 func ParseBufferTriple(s string) ([3]int64, error) {
 	var v [3]int64
@@ -400,7 +419,7 @@ func ParseBufferTriple(s string) ([3]int64, error) {
 	}
 	names := [3]string{"min", "default", "max"}
 	for i, x := range f {
-		n, err := ParseBytes(x, BinaryBytes, 1, MaxSockBuf)
+		n, err := ParseBytes(x, 1, MaxSockBuf)
 		if err != nil {
 			return v, fmt.Errorf("%q: %s: %w", s, names[i], err)
 		}

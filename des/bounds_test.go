@@ -76,24 +76,34 @@ func TestParseRateUnit(t *testing.T) {
 }
 
 func TestParseBytes(t *testing.T) {
-	v, err := ParseBytes("1MiB", DecimalBytes, 1, MaxBytes)
+	v, err := ParseBytes("1MiB", 1, MaxBytes)
 	require.NoError(t, err)
 	require.Equal(t, int64(1<<20), v)
-	v, err = ParseBytes("64KB", DecimalBytes, 1, MaxBytes)
+	v, err = ParseBytes("1TiB", 1, MaxBytes)
 	require.NoError(t, err)
-	require.Equal(t, int64(64_000), v)
-	v, err = ParseBytes("64kb", BinaryBytes, 1, MaxBytes)
-	require.NoError(t, err)
-	require.Equal(t, int64(64<<10), v)
-	v, err = ParseBytes("1.5KiB", DecimalBytes, 0, MaxBytes)
-	require.NoError(t, err)
-	require.Equal(t, int64(1536), v)
-	for _, in := range []string{"NaN", "1.5", "0.1B", "-1", "2TiB", "1e20", "Inf", ""} {
-		_, err := ParseBytes(in, DecimalBytes, 0, MaxBytes)
+	require.Equal(t, int64(1<<40), v)
+	for _, in := range []string{"NaN", "1.5", "0.1B", "-1", "2TiB", "1e20", "Inf", "", "NaNkb", "1e3kbit"} {
+		_, err := ParseBytes(in, 0, MaxBytes)
 		require.Error(t, err, in)
 	}
-	_, err = ParseBytes("0", DecimalBytes, 1, 10)
+	_, err = ParseBytes("0", 1, 10)
 	require.ErrorContains(t, err, "1 byte to 10 bytes")
+}
+
+// TestSizeUnits: every spelling of unitcases.Sizes reads as its value or
+// is refused with its error; an ambiguous unit's error wraps
+// ErrAmbiguousUnit.
+func TestSizeUnits(t *testing.T) {
+	for _, c := range unitcases.Sizes {
+		got, err := ParseBytes(c.In, 1, MaxBytes)
+		if c.Err != "" {
+			require.EqualError(t, err, c.Err, c.In)
+			require.Equal(t, strings.Contains(c.Err, "ambiguous"), errors.Is(err, ErrAmbiguousUnit), c.In)
+			continue
+		}
+		require.NoError(t, err, c.In)
+		require.Equal(t, c.Bytes, got, c.In)
+	}
 }
 
 func TestParseDurationBounds(t *testing.T) {
@@ -156,7 +166,7 @@ func FuzzParse(f *testing.F) {
 		if r, err := ParseRate(s); err == nil && (r < MinRate || r > MaxRate) {
 			t.Fatalf("ParseRate(%q) = %d outside its bounds", s, r)
 		}
-		if b, err := ParseBytes(s, BinaryBytes, 0, MaxBytes); err == nil && (b < 0 || b > MaxBytes) {
+		if b, err := ParseBytes(s, 0, MaxBytes); err == nil && (b < 0 || b > MaxBytes) {
 			t.Fatalf("ParseBytes(%q) = %d outside its bounds", s, b)
 		}
 		if d, err := ParseDuration(s, 0, MaxVirtual); err == nil && (d < 0 || d > MaxVirtual) {
@@ -180,7 +190,7 @@ func TestParseBufferTriple(t *testing.T) {
 	v, err = ParseBufferTriple("4096,131072,6291456")
 	require.NoError(t, err)
 	require.Equal(t, [3]int64{4096, 131072, 6291456}, v)
-	v, err = ParseBufferTriple("4K 128K 6M")
+	v, err = ParseBufferTriple("4KiB 128KiB 6MiB")
 	require.NoError(t, err)
 	require.Equal(t, [3]int64{4096, 131072, 6 << 20}, v)
 	for in, want := range map[string]string{
@@ -188,7 +198,8 @@ func TestParseBufferTriple(t *testing.T) {
 		"4096 131072 1 2":     "want three byte counts",
 		"0 131072 6291456":    "min: size \"0\": want 1 byte to 1 GiB",
 		"4096 x 6291456":      "default: size",
-		"4096 131072 2G":      "max: size \"2G\": want 1 byte to 1 GiB",
+		"4096 131072 2GiB":    "max: size \"2GiB\": want 1 byte to 1 GiB",
+		"4K 128K 6M":          `min: size "4K": ambiguous unit "K"`,
 		"8192 4096 6291456":   "min 8192 above default 4096: want min <= default <= max",
 		"4096 131072 65536":   "default 131072 above max 65536",
 		"4096 131072.5 65536": "131072.5 bytes is not a whole number of bytes; give 131072 or a smaller unit",

@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -41,8 +42,9 @@ const MaxSpecLen = 1024
 //
 // Values: N is a decimal integer; limit=none (or unlimited, or 0) means no
 // packet limit where a discipline allows it (not pfifo or bfifo); SIZE is
-// bytes with an optional binary suffix k, m, g, t (also kb/kib, ...:
-// 1024^n, as tc reads them), a whole number of bytes; durations are Go
+// bytes with an optional unit b, KiB, MiB, GiB or TiB (powers of 1 024),
+// a whole number of bytes (k, kb, m, mb, ... are refused: tc reads them
+// as powers of 1 024, SI as powers of 1 000); durations are Go
 // durations ("10ms", "500us"); booleans are on/off, true/false, yes/no,
 // 1/0; ce_threshold=off disables it; ecn_prob is a fraction ("0.1") or a
 // percentage ("10%"); alpha and beta are the RFC values (0.125, 1.25),
@@ -213,12 +215,16 @@ func parseLimit(v string) (int, error) {
 	return int(n), nil
 }
 
-// parseSize reads a byte count, 0 to hi, with an optional binary suffix
-// (des.BinaryBytes: k, m, g, t, also kb/kib, ...: powers of 1 024, as tc
-// reads them).
+// parseSize reads a byte count, 0 to hi, with an optional unit
+// (des.ParseBytes: b, KiB, MiB, GiB, TiB); k, kb, m, mb, ..., which tc
+// reads as powers of 1 024 and SI as powers of 1 000, are refused with
+// both readings.
 func parseSize(hi int64) func(string) (int, error) {
 	return func(v string) (int, error) {
-		n, err := des.ParseBytes(v, des.BinaryBytes, 0, hi)
+		n, err := des.ParseBytes(v, 0, hi)
+		if errors.Is(err, des.ErrAmbiguousUnit) {
+			return 0, err
+		}
 		if err != nil {
 			return 0, fmt.Errorf("want a byte count such as 1514000 or 32MiB, a whole number from 0 to %s", des.FormatBytes(hi))
 		}

@@ -27,7 +27,7 @@ func TestSpecExamples(t *testing.T) {
 		p, b := f.Limits()
 		return ok && p == 0 && b == 0
 	})
-	check("fifo:packets=5,bytes=1k", func(q Qdisc) bool {
+	check("fifo:packets=5,bytes=1KiB", func(q Qdisc) bool {
 		p, b := q.(*FIFO).Limits()
 		return p == 5 && b == 1024
 	})
@@ -194,10 +194,10 @@ func TestSpecBounds(t *testing.T) {
 		{"drr:flows=99999999999999999999", "drr: flows=99999999999999999999: want a decimal integer, at most 65536"},
 		{"fq_codel:drop_batch=4294967296", "fq_codel: drop_batch=4294967296: want a decimal integer, at most 4294967295"},
 		{"fq_codel:quantum=1048577", "fq_codel: quantum=1048577: want a byte count such as 1514000 or 32MiB, a whole number from 0 to 1 MiB"},
-		{"drr:quantum=2m", "drr: quantum=2m: want a byte count"},
+		{"drr:quantum=2MiB", "drr: quantum=2MiB: want a byte count"},
 		{"fq_pie:quantum=0", "fq_pie: quantum 0; the quantum must be at least 1 byte"},
 		{"codel:mtu=65536", "codel: mtu=65536: want a byte count such as 1514000 or 32MiB, a whole number from 0 to 65535 bytes"},
-		{"fq_codel:memory_limit=2t", "fq_codel: memory_limit=2t: want a byte count such as 1514000 or 32MiB, a whole number from 0 to 1 TiB"},
+		{"fq_codel:memory_limit=2TiB", "fq_codel: memory_limit=2TiB: want a byte count such as 1514000 or 32MiB, a whole number from 0 to 1 TiB"},
 		{"bfifo:limit=1e300", "bfifo: limit=1e300: want a byte count"},
 		{"bfifo:limit=1.5", "bfifo: limit=1.5: want a byte count"},
 		{"fifo:bytes=NaN", "fifo: bytes=NaN: want a byte count"},
@@ -209,15 +209,15 @@ func TestSpecBounds(t *testing.T) {
 		require.Nil(t, q, c.spec)
 	}
 
-	// The bounds themselves are accepted, and the suffixes keep tc's
-	// binary reading.
+	// The bounds themselves are accepted, and the units are powers of
+	// 1 024.
 	check := func(spec string, f func(q Qdisc) bool) {
 		t.Helper()
 		q, err := New(spec, rng)
 		require.NoError(t, err, spec)
 		require.True(t, f(q), "%s: %+v", spec, q)
 	}
-	check("fq_codel:flows=65536,quantum=1m,limit=4294967295,drop_batch=4294967295,memory_limit=1t,target=1h,interval=1h,mtu=65535", func(q Qdisc) bool {
+	check("fq_codel:flows=65536,quantum=1MiB,limit=4294967295,drop_batch=4294967295,memory_limit=1TiB,target=1h,interval=1h,mtu=65535", func(q Qdisc) bool {
 		c := q.(*FQCoDel).Config()
 		return c.Flows == MaxFlows && c.Quantum == 1<<20 && c.Limit == MaxSpecPackets && c.DropBatch == MaxSpecPackets &&
 			c.MemoryLimit == 1<<40 && c.Target == des.Hour && c.Interval == des.Hour && c.MTU == 65535
@@ -226,9 +226,9 @@ func TestSpecBounds(t *testing.T) {
 		c := q.(*PIE).Config()
 		return c.Alpha == 32 && c.Beta == 0 && c.ECNProb == 1 && c.MaxBurst == 0 && c.TUpdate == des.Hour
 	})
-	check("fifo:bytes=64kb,packets=unlimited", func(q Qdisc) bool { p, b := q.(*FIFO).Limits(); return p == 0 && b == 64<<10 })
-	check("bfifo:limit=2M", func(q Qdisc) bool { _, b := q.(*FIFO).Limits(); return b == 2<<20 })
-	check("bfifo:limit=1.5k", func(q Qdisc) bool { _, b := q.(*FIFO).Limits(); return b == 1536 })
+	check("fifo:bytes=64KiB,packets=unlimited", func(q Qdisc) bool { p, b := q.(*FIFO).Limits(); return p == 0 && b == 64<<10 })
+	check("bfifo:limit=2MiB", func(q Qdisc) bool { _, b := q.(*FIFO).Limits(); return b == 2<<20 })
+	check("bfifo:limit=1.5KiB", func(q Qdisc) bool { _, b := q.(*FIFO).Limits(); return b == 1536 })
 	check("drr:quantum=1KiB", func(q Qdisc) bool { return q.(*DRR).Config().Quantum == 1024 })
 }
 

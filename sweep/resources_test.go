@@ -358,7 +358,7 @@ func warmupFrom(t *testing.T, s string) cell.Warmup {
 	if !ok {
 		return cell.Warmup{Kind: kind}
 	}
-	b, err := des.ParseBytes(size, des.DecimalBytes, 1, des.MaxBytes)
+	b, err := des.ParseBytes(size, 1, des.MaxBytes)
 	require.NoError(t, err)
 	w := cell.Warmup{Kind: kind, Stream: int(b)}
 	require.Equal(t, s, w.String())

@@ -284,7 +284,7 @@ func TestK8sJob(t *testing.T) {
 		{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 			FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
 	}, c.Env)
-	uplinkMem, err := des.ParseBytes(c.Env[0].Value, des.DecimalBytes, 64<<20, des.MaxBytes)
+	uplinkMem, err := des.ParseBytes(c.Env[0].Value, 64<<20, des.MaxBytes)
 	require.NoError(t, err, "UPLINK_MEM reads as --mem reads it")
 	require.Equal(t, mem.Value(), uplinkMem, "the memory limit")
 	require.Equal(t, corev1.ResourceRequirements{Requests: limits, Limits: limits}, c.Resources)

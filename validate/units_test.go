@@ -30,3 +30,20 @@ func TestRateUnitsStudy(t *testing.T) {
 		require.Equal(t, c.Bps, cells[1].Configs[0].Profile.HostRate, c.In)
 	}
 }
+
+// TestSizeUnitsStudy: every spelling of unitcases.Sizes as a study file's
+// payload reads as its value or is refused by ReadStudy with its error,
+// as des.ParseBytes reads it.
+func TestSizeUnitsStudy(t *testing.T) {
+	for _, c := range unitcases.Sizes {
+		file := `{"name": "x", "arms": ["wholend"], "nodes": 12, "seeds": [7], "payload": ` + strconv.Quote(c.In) + `,
+			"variants": [{"label": "a", "profile": "harness"}, {"label": "b", "profile": "shadow"}]}`
+		s, err := ReadStudy(strings.NewReader(file))
+		if c.Err != "" {
+			require.ErrorContains(t, err, c.Err, c.In)
+			continue
+		}
+		require.NoError(t, err, c.In)
+		require.Equal(t, c.Bytes, int64(s.Payload), c.In)
+	}
+}

@@ -559,7 +559,7 @@ func filePayload(v string) (int, error) {
 	if v == "" {
 		return 0, nil
 	}
-	b, err := des.ParseBytes(v, des.DecimalBytes, 1, maxPayload)
+	b, err := des.ParseBytes(v, 1, maxPayload)
 	return int(b), err
 }
 

@@ -197,7 +197,7 @@ func memBudget(memS string) (int64, string, error) {
 		return b, "--mem", err
 	}
 	if v := os.Getenv(memEnv); v != "" {
-		b, err := des.ParseBytes(v, des.DecimalBytes, 64<<20, des.MaxBytes)
+		b, err := des.ParseBytes(v, 64<<20, des.MaxBytes)
 		if err != nil {
 			return 0, "", usageError{fmt.Errorf("%s (the default of --mem): %w", memEnv, err)}
 		}

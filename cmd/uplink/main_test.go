@@ -263,7 +263,7 @@ func TestParseUnits(t *testing.T) {
 			t.Errorf("flagFraction(%q) = %g, %v; want %g", s, got, err, want)
 		}
 	}
-	sizes := map[string]int64{"1MiB": 1 << 20, "16MiB": 16 << 20, "512KiB": 512 << 10, "1MB": 1e6, "1000": 1000}
+	sizes := map[string]int64{"1MiB": 1 << 20, "16MiB": 16 << 20, "512KiB": 512 << 10, "1000000": 1e6, "1000": 1000}
 	for s, want := range sizes {
 		if got, err := flagSize("bytes", s, 1, 1<<40); err != nil || got != want {
 			t.Errorf("flagSize(%q) = %d, %v; want %d", s, got, err, want)

@@ -53,7 +53,7 @@ func (f *linkFlags) apply(fs *pflag.FlagSet, cfg *bulk.Config) error {
 		if c.v == "" {
 			continue
 		}
-		b, err := des.ParseBytes(c.v, des.BinaryBytes, 1, des.MaxSockBuf)
+		b, err := des.ParseBytes(c.v, 1, des.MaxSockBuf)
 		if err != nil {
 			return flagErr(c.name, err)
 		}

@@ -10,7 +10,7 @@ func TestBulkSysctlErrors(t *testing.T) {
 		{[]string{"bulk", "--mtu", "500"}, "from 576 to 65535"},
 		{[]string{"bulk", "--transport", "tcp", "--tcp-rmem", "4096 131072"}, `--tcp-rmem: "4096 131072": want three byte counts, min default max`},
 		{[]string{"bulk", "--transport", "tcp", "--tcp-wmem", "4096 65536 16384"}, "--tcp-wmem: \"4096 65536 16384\": default 65536 above max 16384"},
-		{[]string{"bulk", "--transport", "tcp", "--tcp-rmem", "4096 131072 2G"}, "max: size \"2G\": want 1 byte to 1 GiB"},
+		{[]string{"bulk", "--transport", "tcp", "--tcp-rmem", "4096 131072 2GiB"}, "max: size \"2GiB\": want 1 byte to 1 GiB"},
 		{[]string{"bulk", "--transport", "tcp", "--mtu", "65535", "--tcp-rmem", "4096 16384 32768"}, "max 32768 below the MSS 65495"},
 		{[]string{"bulk", "--tcp-rmem", "4096 131072 6291456"}, "--tcp-rmem applies to TCP"},
 		{[]string{"bulk", "--rmem-max", "0"}, `--rmem-max: size "0": want 1 byte to 1 GiB`},

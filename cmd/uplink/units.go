@@ -44,10 +44,11 @@ func flagRate(flag, v string) (int64, error) {
 	return r, nil
 }
 
-// flagSize reads a byte-count flag (KiB, MiB and GiB binary; KB, MB and
-// GB decimal) within [lo, hi].
+// flagSize reads a byte-count flag (des.ParseBytes: b, KiB, MiB, GiB,
+// TiB; KB, MB, GB, which tc reads as powers of 1 024 and SI as powers of
+// 1 000, refused with both readings) within [lo, hi].
 func flagSize(flag, v string, lo, hi int64) (int64, error) {
-	b, err := des.ParseBytes(v, des.DecimalBytes, lo, hi)
+	b, err := des.ParseBytes(v, lo, hi)
 	if err != nil {
 		return 0, flagErr(flag, err)
 	}

@@ -32,3 +32,28 @@ func TestRateUnitsFlags(t *testing.T) {
 		require.Equal(t, c.Bps, cells[0].Profile.HostRate, c.In)
 	}
 }
+
+// TestSizeUnitsFlags: every spelling of unitcases.Sizes reads as its value
+// or is refused with its error by a byte-count flag (run's --payload, and
+// bulk's --bytes and --rmem-max, a usage error naming the flag), as
+// des.ParseBytes reads it.
+func TestSizeUnitsFlags(t *testing.T) {
+	for _, c := range unitcases.Sizes {
+		got, err := flagSize("payload", c.In, 1, maxPayload)
+		if c.Err != "" {
+			require.EqualError(t, err, "--payload: "+c.Err, c.In)
+			checkUsageErrors(t, []usageCase{
+				{[]string{"run", "--payload", c.In, "--profile", "harness"}, "uplink: --payload: " + c.Err + "\n"},
+				{[]string{"bulk", "--bytes", c.In}, "uplink: --bytes: " + c.Err + "\n"},
+				{[]string{"bulk", "--rmem-max", c.In}, "uplink: --rmem-max: " + c.Err + "\n"},
+			})
+			continue
+		}
+		require.NoError(t, err, c.In)
+		require.Equal(t, c.Bytes, got, c.In)
+		if c.Bytes <= 16<<20 { // a larger payload's cell needs more memory than a test machine has
+			cells := planCells(t, "run", "--payload", c.In, "--profile", "harness", "--nodes", "12", "--degree", "4")
+			require.Equal(t, c.Bytes, int64(cells[0].Payload), c.In)
+		}
+	}
+}

@@ -1,8 +1,9 @@
-// Package unitcases holds the spellings of rates that every reader of a
-// rate is tested against (des.ParseRate, and each flag, profile knob and
-// study file that reads one through it), each with the value it reads as
-// or the error it is refused with, so that one table proves every entry
-// point reads a unit alike.
+// Package unitcases holds the spellings of rates and byte counts that
+// every reader of one is tested against (des.ParseRate and des.ParseBytes,
+// and each flag, profile knob, queue spec and study file that reads one
+// through them), each with the value it reads as or the error it is
+// refused with, so that one table proves every entry point reads a unit
+// alike.
 package unitcases
 
 // A Rate is a rate as written, and either the bit/s it reads as or the
@@ -41,4 +42,35 @@ var Rates = []Rate{
 	{In: "20m", Err: `rate "20m": want bit/s, a number with a unit bit, kbit, Mbit, Gbit or Tbit (Kibit to Tibit: powers of 1 024), optionally /s, such as 50Mbit or 1Gbit`},
 	{In: "20Mbit/h", Err: `rate "20Mbit/h": want bit/s, a number with a unit bit, kbit, Mbit, Gbit or Tbit (Kibit to Tibit: powers of 1 024), optionally /s, such as 50Mbit or 1Gbit`},
 	{In: "1kbit", Err: `rate "1kbit": want 8 kbit/s to 10 Tbit/s`},
+}
+
+// A Size is a byte count as written, and either the bytes it reads as or
+// the error it is refused with (Err, as des writes it).
+type Size struct {
+	In    string
+	Bytes int64
+	Err   string
+}
+
+// Sizes are the spellings of byte counts from 1 byte to 1 GiB, within the
+// bounds of every entry point: b and KiB to GiB, in any case, read; k, kb,
+// m, mb, g, gb, t, tb are refused with both of their readings.
+var Sizes = []Size{
+	{In: "1000", Bytes: 1000},
+	{In: "100b", Bytes: 100},
+	{In: "100B", Bytes: 100},
+	{In: "64KiB", Bytes: 64 << 10},
+	{In: "64kib", Bytes: 64 << 10},
+	{In: "1.5KiB", Bytes: 1536},
+	{In: " 2 MiB ", Bytes: 2 << 20},
+	{In: "1GiB", Bytes: 1 << 30},
+	{In: "64KB", Err: `size "64KB": ambiguous unit "KB": tc reads it as a power of 1 024, SI as a power of 1 000; write 64KiB (65536 bytes) or 64000`},
+	{In: "64kb", Err: `size "64kb": ambiguous unit "kb": tc reads it as a power of 1 024, SI as a power of 1 000; write 64KiB (65536 bytes) or 64000`},
+	{In: "64k", Err: `size "64k": ambiguous unit "k": tc reads it as a power of 1 024, SI as a power of 1 000; write 64KiB (65536 bytes) or 64000`},
+	{In: "1.5M", Err: `size "1.5M": ambiguous unit "M": tc reads it as a power of 1 024, SI as a power of 1 000; write 1.5MiB (1572864 bytes) or 1500000`},
+	{In: "1MB", Err: `size "1MB": ambiguous unit "MB": tc reads it as a power of 1 024, SI as a power of 1 000; write 1MiB (1048576 bytes) or 1000000`},
+	{In: "1gb", Err: `size "1gb": ambiguous unit "gb": tc reads it as a power of 1 024, SI as a power of 1 000; write 1GiB (1073741824 bytes) or 1000000000`},
+	{In: "2t", Err: `size "2t": ambiguous unit "t": tc reads it as a power of 1 024, SI as a power of 1 000; write 2TiB (2199023255552 bytes) or 2000000000000`},
+	{In: "1kbit", Err: `size "1kbit": want bytes, a number with a unit b, KiB, MiB, GiB or TiB (powers of 1 024), such as 1MiB`},
+	{In: "1.5b", Err: `size "1.5b": 1.5 bytes is not a whole number of bytes; give 1 or a smaller unit`},
 }
