@@ -159,7 +159,7 @@ func TestParseIntFloat(t *testing.T) {
 // FuzzParse checks that no input makes a parser panic, and that whatever
 // a parser accepts lies within its bounds.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"50Mbit", "1MiB", "40ms", "0.5%", "NaN", "1e400", "-0", "2562047h", "0x1p3"} {
+	for _, s := range []string{"50Mbit", "1MiB", "40ms", "0.5%", "NaN", "1e400", "-0", "2562047h", "0x1p3", "20MBps", "1e400kb", "-2Mb/s", "64k"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
