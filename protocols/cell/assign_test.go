@@ -2,6 +2,8 @@ package cell
 
 import (
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -148,4 +150,79 @@ func TestRecordQueueAssignment(t *testing.T) {
 		require.Equal(t, total.Drops, drops, c.assign)
 		require.NotZero(t, a.Classes["pfifo:limit=4"].Drops["overlimit"], "%s: a 4-packet fifo drops", c.assign)
 	}
+}
+
+// FuzzNodeRanges: any text either is refused or reads as ascending
+// indices below n, which FormatNodeRanges writes back to text that reads
+// the same; nothing panics.
+func FuzzNodeRanges(f *testing.F) {
+	for _, s := range []string{"0-3,7,12-40", "5", "", "3,1", "0-", "-", "1,,2", "99999999999999999999"} {
+		f.Add(s, 50)
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		n = n%1000 + 1
+		if n < 1 {
+			n = -n + 1
+		}
+		idx, err := ParseNodeRanges(s, n)
+		if err != nil {
+			return
+		}
+		for k, i := range idx {
+			require.True(t, i >= 0 && i < n, "%q: %d of %d", s, i, n)
+			if k > 0 {
+				require.Greater(t, i, idx[k-1], s)
+			}
+		}
+		back, err := ParseNodeRanges(FormatNodeRanges(idx), n)
+		require.NoError(t, err)
+		require.Equal(t, idx, back)
+	})
+}
+
+// FuzzAssignQdiscs: any mix either is refused or gives every node a
+// spec; a pinned one puts the publisher where its pin says.
+func FuzzAssignQdiscs(f *testing.F) {
+	for _, s := range []string{"pie@30%+pub;fq_codel", "pie@30%-pub;fq_codel", "pie@30%", "pie@0%+pub;x", "a@1e-3-pub;b", "a@50%+pub;b@50%-pub", ""} {
+		f.Add(s, 20, uint64(1))
+	}
+	f.Fuzz(func(t *testing.T, assign string, n int, seed uint64) {
+		n = n%500 + 1
+		if n < 1 {
+			n = -n + 1
+		}
+		specs, by, err := assignQdiscs(assign, n, seed, false)
+		if err != nil {
+			return
+		}
+		require.Len(t, specs, n)
+		if !isMix(assign) {
+			return // one spec for every node, as given (the knob refuses an empty one)
+		}
+		for _, s := range specs {
+			require.NotEmpty(t, s, assign)
+		}
+		if by == PinIn || by == PinOut {
+			for _, e := range strings.Split(assign, ";") {
+				me, err := parseEntry(assign, 1, e)
+				require.NoError(t, err)
+				switch me.pin {
+				case PinIn:
+					require.Equal(t, me.spec, specs[0], assign)
+				case PinOut:
+					n := 0
+					for _, s := range specs {
+						if s == me.spec {
+							n++
+						}
+					}
+					// The publisher is out of the entry's nodes; another
+					// entry of the same spec may still hold it.
+					if n == int(math.Round(me.share*float64(len(specs)))) {
+						require.NotEqual(t, me.spec, specs[0], assign)
+					}
+				}
+			}
+		}
+	})
 }
