@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 )
 
@@ -166,7 +167,7 @@ func ScanRecords(r io.Reader, visit func(line int, rec *cell.Record, err error) 
 		case rerr == ErrLineTooLong:
 			return Problem{Line: line, Err: rerr}
 		case rerr != nil && rerr != io.EOF:
-			return Problem{Line: line, Err: pathErrCause(rerr)}
+			return Problem{Line: line, Err: outfile.Cause(rerr)}
 		case len(b) == 0 && rerr == io.EOF:
 			return nil
 		}
@@ -242,16 +243,6 @@ func checkLine(line []byte) (*cell.Record, error) {
 	return rec, nil
 }
 
-// pathErrCause strips the path from a *fs.PathError: the caller names
-// the file itself.
-func pathErrCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // Problem is one thing wrong in a records file. It is an error too,
 // naming the file and line.
 type Problem struct {
@@ -303,13 +294,13 @@ func ScanFile(path string, opts ReadOptions, visit func(line int, rec *cell.Reco
 		if opts.MissingEmpty && errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, Problem{Path: path, Err: pathErrCause(err)}
+		return nil, Problem{Path: path, Err: outfile.Cause(err)}
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	switch {
 	case err != nil:
-		return nil, Problem{Path: path, Err: pathErrCause(err)}
+		return nil, Problem{Path: path, Err: outfile.Cause(err)}
 	case opts.Regular && !st.Mode().IsRegular():
 		return nil, Problem{Path: path, Err: errors.New("not a regular file (a records file is JSON Lines, one record a line)")}
 	case st.IsDir():

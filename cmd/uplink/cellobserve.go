@@ -48,7 +48,7 @@ func newCellOutputs(c *cell.Config, traceDir, pcapDir, plotDir string) (*cellOut
 			continue
 		}
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("cell: %s: %w", d, pathErrCause(err))
+			return nil, fmt.Errorf("cell: %s: %w", d, outfile.Cause(err))
 		}
 		o.dirs = append(o.dirs, d)
 	}
@@ -145,7 +145,7 @@ func writeCellPlot(dir string, rec *cell.Record) error {
 	pl.Legend.Add(fmt.Sprintf("%d of %d receivers complete", len(times), receivers), l)
 	tmp, err := os.MkdirTemp(dir, ".plot-")
 	if err != nil {
-		return fmt.Errorf("cannot write in %s: %w", dir, pathErrCause(err))
+		return fmt.Errorf("cannot write in %s: %w", dir, outfile.Cause(err))
 	}
 	defer os.RemoveAll(tmp)
 	for _, ext := range []string{".svg", ".png"} {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/uplinksim/uplink/cmd/uplink/internal/bubble"
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/sweep"
 )
@@ -214,7 +215,7 @@ func runCells(cfgs []cell.Config, o runOpts, stderr io.Writer) ([]*cell.Record, 
 	}
 	if outFile != nil {
 		if err := outFile.Close(); err != nil && writeErr == nil {
-			writeErr = fmt.Errorf("%s %s: %w", outFlag, o.out, pathErrCause(err))
+			writeErr = fmt.Errorf("%s %s: %w", outFlag, o.out, outfile.Cause(err))
 		}
 	}
 	if writeErr != nil {
@@ -254,7 +255,7 @@ func appendRecord(f *os.File, rec *cell.Record) error {
 		return err
 	}
 	_, err = f.Write(append(b, '\n'))
-	return pathErrCause(err)
+	return outfile.Cause(err)
 }
 
 // runChild runs one cell in a child process and returns its record with the

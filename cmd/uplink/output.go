@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/uplinksim/uplink/internal/outfile"
@@ -28,21 +26,6 @@ func createOutput(path string) (*outfile.File, error) {
 	return outfile.Create(path, outfile.Replace)
 }
 
-// pathErrCause strips the path from a *fs.PathError or *os.LinkError
-// (the messages name the file themselves, and a temporary file's name
-// would only confuse).
-func pathErrCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
-
 // openRecordFile opens a JSON Lines records file for appending, creating
 // it if needed. When its last line lacks its newline (a writer killed
 // mid-record), a newline is written first, so the next record starts a
@@ -51,7 +34,7 @@ func pathErrCause(err error) error {
 func openRecordFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, pathErrCause(err)
+		return nil, outfile.Cause(err)
 	}
 	if err := lockRecords(f); err != nil {
 		f.Close()
@@ -60,18 +43,18 @@ func openRecordFile(path string) (*os.File, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, pathErrCause(err)
+		return nil, outfile.Cause(err)
 	}
 	if st.Mode().IsRegular() && st.Size() > 0 {
 		last := make([]byte, 1)
 		if _, err := f.ReadAt(last, st.Size()-1); err != nil {
 			f.Close()
-			return nil, pathErrCause(err)
+			return nil, outfile.Cause(err)
 		}
 		if last[0] != '\n' {
 			if _, err := f.Write([]byte{'\n'}); err != nil {
 				f.Close()
-				return nil, pathErrCause(err)
+				return nil, outfile.Cause(err)
 			}
 		}
 	}

@@ -33,7 +33,7 @@ var plotPalette = []color.Color{
 func writeBulkPlots(dir string, res bulk.Result, obs *observeFiles) error {
 	tmp, err := os.MkdirTemp(dir, ".plot-")
 	if err != nil {
-		return fmt.Errorf("cannot write in %s: %w", dir, pathErrCause(err))
+		return fmt.Errorf("cannot write in %s: %w", dir, outfile.Cause(err))
 	}
 	defer os.RemoveAll(tmp)
 	figs := map[string]*plot.Plot{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/sweep"
 )
@@ -149,7 +150,7 @@ func recordsMerge(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := writeFileAtomic(out, func(w io.Writer) error { return sweep.WriteRecords(w, recs) }); err != nil {
-		return fmt.Errorf("records merge: %s: %w", out, pathErrCause(err))
+		return fmt.Errorf("records merge: %s: %w", out, outfile.Cause(err))
 	}
 	// Records written to a device or pipe (/dev/stdout among them) keep
 	// the summary off their stream.
@@ -172,7 +173,7 @@ func checkMergeOut(out string, paths []string, force bool) error {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("records merge: %s: %w", out, pathErrCause(err))
+		return fmt.Errorf("records merge: %s: %w", out, outfile.Cause(err))
 	case st.IsDir():
 		return usageError{fmt.Errorf("records merge: OUT %s is a folder; name the merged records file", out)}
 	case force || !st.Mode().IsRegular():
@@ -206,7 +207,7 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, p := range fs.Args() {
 		if _, err := os.Stat(p); err != nil {
-			return usageError{fmt.Errorf("summarize: %s: %w", p, pathErrCause(err))}
+			return usageError{fmt.Errorf("summarize: %s: %w", p, outfile.Cause(err))}
 		}
 	}
 	recs, _, err := mergeFiles("summarize", "no table", fs.Args(), *onConflict, stderr)

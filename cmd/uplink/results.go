@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/sweep"
 )
@@ -55,7 +56,7 @@ func cmdResults(args []string, stdout, stderr io.Writer) error {
 	}
 	entries, err := os.ReadDir(*dir)
 	if err != nil {
-		return usageError{fmt.Errorf("results: --dir: %w", pathErrCause(err))}
+		return usageError{fmt.Errorf("results: --dir: %w", outfile.Cause(err))}
 	}
 	var stale []string
 	var recs []*cell.Record
@@ -229,7 +230,7 @@ func readFolderRecords(folder string) ([]*cell.Record, error) {
 func readCommand(folder string) ([]string, error) {
 	f, err := os.Open(filepath.Join(folder, "command"))
 	if err != nil {
-		return nil, pathErrCause(err)
+		return nil, outfile.Cause(err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

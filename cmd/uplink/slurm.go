@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/sweep"
 )
@@ -711,7 +712,7 @@ func mergedStatus(p *sweep.Plan, shardFiles []string, now planMerge, mergeID str
 		return []string{"merged.jsonl absent"}
 	}
 	if err != nil {
-		fmt.Fprintf(stdout, "%s: %v\n", merged, pathErrCause(err))
+		fmt.Fprintf(stdout, "%s: %v\n", merged, outfile.Cause(err))
 		return []string{"merged.jsonl unreadable"}
 	}
 	fmt.Fprintf(stdout, "%s: %d records, %d lines wrong\n", merged, n, len(problems))

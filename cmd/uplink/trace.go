@@ -138,11 +138,11 @@ func (f *observeFlags) check(nodes int, runLen des.Time, runWhat string) (observ
 // in it.
 func probeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create the folder: %w", pathErrCause(err))
+		return fmt.Errorf("cannot create the folder: %w", outfile.Cause(err))
 	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
-		return fmt.Errorf("cannot write a file there: %w", pathErrCause(err))
+		return fmt.Errorf("cannot write a file there: %w", outfile.Cause(err))
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/uplinksim/uplink/internal/outfile"
 	"github.com/uplinksim/uplink/protocols/arms"
 	"github.com/uplinksim/uplink/protocols/cell"
 	"github.com/uplinksim/uplink/validate"
@@ -327,7 +328,7 @@ func loadStudy(name string) (st validate.Study, user bool, err error) {
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return st, true, fmt.Errorf("--study %s: %w", name, pathErrCause(err))
+		return st, true, fmt.Errorf("--study %s: %w", name, outfile.Cause(err))
 	}
 	defer f.Close()
 	st, err = validate.ReadStudy(f)

@@ -81,7 +81,7 @@ func Create(path string, mode Mode) (*File, error) {
 		}
 		dev, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
-			return nil, fmt.Errorf("cannot write %s: %w", path, cause(err))
+			return nil, fmt.Errorf("cannot write %s: %w", path, Cause(err))
 		}
 		f.dev = dev
 		return f, nil
@@ -96,7 +96,7 @@ func Create(path string, mode Mode) (*File, error) {
 		case t&fs.ModeCharDevice != 0 || t == fs.ModeNamedPipe:
 			dev, err := os.OpenFile(target, os.O_WRONLY, 0)
 			if err != nil {
-				return nil, fmt.Errorf("cannot write %s: %w", path, cause(err))
+				return nil, fmt.Errorf("cannot write %s: %w", path, Cause(err))
 			}
 			f.dev = dev
 			return f, nil
@@ -106,7 +106,7 @@ func Create(path string, mode Mode) (*File, error) {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("cannot create %s: %w", path, cause(err))
+		return nil, fmt.Errorf("cannot create %s: %w", path, Cause(err))
 	}
 	f.tmp = tmp
 	return f, nil
@@ -131,14 +131,14 @@ func resolve(path string) (target string, fi fs.FileInfo, magic bool, err error)
 			return p, nil, false, nil
 		}
 		if err != nil {
-			return "", nil, false, fmt.Errorf("cannot create %s: %w", path, cause(err))
+			return "", nil, false, fmt.Errorf("cannot create %s: %w", path, Cause(err))
 		}
 		if fi.Mode().Type() != fs.ModeSymlink {
 			return p, fi, false, nil
 		}
 		link, err := os.Readlink(p)
 		if err != nil {
-			return "", nil, false, fmt.Errorf("cannot write %s: %w", path, cause(err))
+			return "", nil, false, fmt.Errorf("cannot write %s: %w", path, Cause(err))
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(filepath.Dir(p), link)
@@ -193,7 +193,7 @@ func (f *File) Commit() error {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("writing %s: %w", f.path, cause(err))
+			return fmt.Errorf("writing %s: %w", f.path, Cause(err))
 		}
 		return nil
 	}
@@ -215,7 +215,7 @@ func (f *File) Commit() error {
 		if errors.Is(err, ErrExists) {
 			return err
 		}
-		return fmt.Errorf("writing %s: %w", f.path, cause(err))
+		return fmt.Errorf("writing %s: %w", f.path, Cause(err))
 	}
 	return nil
 }
@@ -289,7 +289,7 @@ func WriteFile(path string, mode Mode, write func(io.Writer) error) error {
 func Install(src, dst string, mode Mode) error {
 	in, err := os.Open(src)
 	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", dst, cause(err))
+		return fmt.Errorf("cannot write %s: %w", dst, Cause(err))
 	}
 	defer in.Close()
 	if err := WriteFile(dst, mode, func(w io.Writer) error { _, err := io.Copy(w, in); return err }); err != nil {
@@ -302,7 +302,7 @@ func Install(src, dst string, mode Mode) error {
 // cause strips the path from a *fs.PathError or *os.LinkError: the
 // messages name the file themselves, and a temporary file's name would
 // only confuse.
-func cause(err error) error {
+func Cause(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
