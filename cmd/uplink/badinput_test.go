@@ -181,6 +181,20 @@ func TestVersionArgs(t *testing.T) {
 	require.Contains(t, out.String(), "Usage:\n  uplink version\n")
 }
 
+// TestHelpArgs: uplink help COMMAND is COMMAND's --help; any other
+// argument is refused, as every command refuses one it does not take.
+func TestHelpArgs(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"help", "version"}, &out, &errb), errb.String())
+	require.Contains(t, out.String(), "Usage:\n  uplink version\n")
+	for _, args := range [][]string{{"help", "extra"}, {"--help", "run"}, {"help", "version", "more"}, {"help", "help"}} {
+		out.Reset()
+		errb.Reset()
+		require.Equal(t, 2, run(args, &out, &errb), "%v", args)
+		require.NotEmpty(t, errb.String(), "%v", args)
+	}
+}
+
 func TestParseSeeds(t *testing.T) {
 	got, err := parseSeeds("18446744073709551614-18446744073709551615")
 	require.NoError(t, err)

@@ -101,8 +101,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version", "--version":
 		err = cmdVersion(args[1:], stdout)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		switch {
+		case len(args) == 1:
+			fmt.Fprint(stdout, usage)
+			return 0
+		case args[0] == "help" && len(args) == 2 && args[1] != "help":
+			// uplink help CMD is uplink CMD --help.
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "uplink: %s: unexpected argument %q: want uplink help or uplink help COMMAND\n", args[0], args[len(args)-1])
+		return 2
 	default:
 		fmt.Fprintf(stderr, "uplink: unknown command %q\n\n%s", args[0], usage)
 		return 2
