@@ -60,8 +60,12 @@ func checkMemory(cfgs []cell.Config, m memOpts) error {
 	if capped {
 		state = "run it on a machine with more memory (uplink slurm)"
 	}
-	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (%s); %s is %s: use fewer nodes or a smaller degree, %s, %s, or leave such cells out with --skip-over-mem",
-		n, degree, des.FormatBytes(int64(big.cfg.Payload)), need, m.estimateWords(), source, have, state, m.limitAdvice())}
+	skip := ", or leave such cells out with --skip-over-mem"
+	if m.noSkip {
+		skip = ""
+	}
+	return usageError{fmt.Errorf("a cell of %d nodes at degree %d with a %s payload needs about %s (%s); %s is %s: use fewer nodes or a smaller degree, %s, %s%s",
+		n, degree, des.FormatBytes(int64(big.cfg.Payload)), need, m.estimateWords(), source, have, state, m.limitAdvice(), skip)}
 }
 
 // skipOverMemory returns the cells that fit in memory alone, in their
@@ -109,6 +113,9 @@ type memOpts struct {
 	budget  string
 	limit   int64
 	machine int64
+	// noSkip: the sweep cannot leave a cell out (uplink slurm refuses
+	// --skip-over-mem), so a refusal does not suggest it.
+	noSkip bool
 }
 
 // machineMemory is this machine's memory, MemTotal in /proc/meminfo, in

@@ -196,6 +196,7 @@ func sweepRun(args []string, sp *sweepPlan, stdout, stderr io.Writer) error {
 			// for other machines (checkCells holds them to this one's).
 			early := set.mem
 			early.machine = 0
+			early.noSkip = sp != nil // uplink slurm leaves no cell out
 			if err := checkMemory(sized, early); err != nil {
 				return err
 			}

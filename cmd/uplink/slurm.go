@@ -301,7 +301,7 @@ func checkPlannedCells(sp sweepPlan, stderr io.Writer) error {
 		budget = f.Value.String()
 	}
 	if budget != "" || os.Getenv(memEnv) != "" {
-		_, err := checkCells(sp.cells, memOpts{budget: budget, limit: sp.limit}, false, stderr)
+		_, err := checkCells(sp.cells, memOpts{budget: budget, limit: sp.limit, noSkip: true}, false, stderr)
 		return err
 	}
 	for _, c := range sp.cells {
